@@ -1,0 +1,31 @@
+"""cb3: fast, committing authenticated encryption (ChaCha20-BLAKE3).
+
+    import cb3
+    key, nonce = cb3.generate_key(), cb3.generate_nonce()
+    ct = cb3.ChaCha20Blake3(key).encrypt(nonce, b"data", b"header")
+"""
+
+from . import errors  # first: the extension loads its exception classes from it
+from ._cb3 import GIL_THRESHOLD, HPY_ABI, simd_backend
+from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
+from .errors import DecryptionError, InvalidTag
+from .stream import Stream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChaCha20Blake3",
+    "Cipher",
+    "Stream",
+    "DecryptionError",
+    "InvalidTag",
+    "generate_key",
+    "generate_nonce",
+    "KEY_SIZE",
+    "NONCE_SIZE",
+    "TAG_SIZE",
+    "GIL_THRESHOLD",
+    "HPY_ABI",
+    "simd_backend",
+    "__version__",
+]

@@ -1,0 +1,141 @@
+/* The one place where Python objects become (pointer, length) pairs, and
+ * where output bytes objects are made.
+ *
+ * Safety reasoning:
+ * - A bytes object is immutable and the caller's handle keeps it alive for
+ *   the whole call, so its internal pointer is used directly (zero copy),
+ *   also while the GIL is released.
+ * - Any other object is read through PyObject_GetBuffer. The Py_buffer keeps
+ *   the exporter alive and, for bytearray and friends, holds the export lock:
+ *   a resize from another thread while the GIL is released fails with
+ *   BufferError instead of freeing memory under us. Other threads can still
+ *   write into a mutable buffer concurrently; like hashlib and blake3-py we
+ *   accept that a program racing on its own buffer gets unspecified bytes,
+ *   never memory unsafety (the memory stays allocated).
+ * - Only C-contiguous buffers of 1-byte items are accepted: anything else
+ *   would make `len` mean something other than a byte count.
+ * - Output bytes are created with PyBytes_FromStringAndSize(NULL, n), filled
+ *   by Rust before anyone else can see the object, then handed to HPy.
+ */
+#include <string.h>
+
+#include "cb3ext.h"
+
+static const char *type_name(PyObject *obj)
+{
+    return Py_TYPE(obj)->tp_name;
+}
+
+int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
+{
+    out->ptr = NULL;
+    out->len = 0;
+    out->has_view = 0;
+    if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
+        return 0;
+    if (!writable && HPyBytes_Check(ctx, obj)) {
+        out->ptr = (const uint8_t *)HPyBytes_AS_STRING(ctx, obj);
+        out->len = (size_t)HPyBytes_GET_SIZE(ctx, obj);
+        return 0;
+    }
+    PyObject *py = HPy_AsPyObject(ctx, obj);
+    if (py == NULL)
+        return -1;
+    int status = -1;
+    if (PyUnicode_Check(py)) {
+        cb3_raisef(ctx, ctx->h_TypeError, "%s must be a bytes-like object, not 'str' (encode it first)", name);
+        goto done;
+    }
+    if (!PyObject_CheckBuffer(py)) {
+        cb3_raisef(ctx, ctx->h_TypeError, "%s must be a bytes-like object, not '%s'", name, type_name(py));
+        goto done;
+    }
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(py, &out->view, flags) < 0) {
+        PyErr_Clear();
+        if (writable && PyObject_GetBuffer(py, &out->view, PyBUF_SIMPLE) == 0) {
+            PyBuffer_Release(&out->view);
+            cb3_raisef(ctx, ctx->h_TypeError, "%s must be a writable buffer, not read-only '%s'", name,
+                       type_name(py));
+        } else {
+            PyErr_Clear();
+            cb3_raisef(ctx, ctx->h_BufferError, "%s must be a C-contiguous buffer", name);
+        }
+        goto done;
+    }
+    const char *format = out->view.format;
+    if (out->view.itemsize != 1 ||
+        (format != NULL && strcmp(format, "B") != 0 && strcmp(format, "b") != 0 && strcmp(format, "c") != 0)) {
+        PyBuffer_Release(&out->view);
+        cb3_raisef(ctx, ctx->h_BufferError, "%s must be a buffer of bytes (item size 1), not format '%s'", name,
+                   format ? format : "?");
+        goto done;
+    }
+    out->ptr = (const uint8_t *)out->view.buf;
+    out->len = (size_t)out->view.len;
+    out->has_view = 1;
+    status = 0;
+done:
+    Py_DECREF(py);
+    return status;
+}
+
+void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
+{
+    (void)ctx;
+    if (buf->has_view) {
+        PyBuffer_Release(&buf->view);
+        buf->has_view = 0;
+    }
+}
+
+int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
+{
+    if (len > (size_t)PY_SSIZE_T_MAX) {
+        return cb3_raisef(ctx, ctx->h_OverflowError, "output of %zu bytes is too large", len);
+    }
+    out->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (out->obj == NULL) {
+        out->ptr = NULL;
+        return -1;
+    }
+    out->ptr = (uint8_t *)PyBytes_AS_STRING(out->obj);
+    out->len = len;
+    return 0;
+}
+
+HPy cb3_output_finish(HPyContext *ctx, cb3_output *out)
+{
+    HPy result = HPy_FromPyObject(ctx, out->obj);
+    Py_DECREF(out->obj);
+    out->obj = NULL;
+    return result;
+}
+
+void cb3_output_discard(cb3_output *out)
+{
+    Py_XDECREF(out->obj);
+    out->obj = NULL;
+}
+
+const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags)
+{
+    cb3_buffer *buf = &set->items[set->count];
+    int optional = (flags & CB3_OPTIONAL) != 0;
+    if (optional && HPy_IsNull(obj)) {
+        buf->ptr = NULL;
+        buf->len = 0;
+        buf->has_view = 0;
+    } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
+        return NULL;
+    }
+    set->count++;
+    return buf;
+}
+
+void cb3_release_all(HPyContext *ctx, cb3_borrowed *set)
+{
+    for (int i = 0; i < set->count; i++)
+        cb3_buffer_release(ctx, &set->items[i]);
+    set->count = 0;
+}

@@ -1,0 +1,142 @@
+/* Internal declarations shared by the files of the cb3._cb3 HPy extension.
+ *
+ * One file per concern, mirrored in rustlib/src and cb3/:
+ *   module.c   module definition, multi-phase init
+ *   errors.c   cb3_result -> Python exception (the only place)
+ *   buffers.c  Python objects -> (pointer, length) and output bytes (the only place)
+ *   args.c     vectorcall argument parsing with strict checks
+ *   aead.c     ChaCha20Blake3
+ *   stream.c   Stream
+ */
+#ifndef CB3EXT_H
+#define CB3EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if !defined(HPY_ABI_CPYTHON) && !defined(HPY_ABI_HYBRID)
+/* HPy 0.9's universal ABI has no buffer-consumer API and no way to fill a new
+ * bytes object, so cb3 is built with the cpython ABI on CPython and the
+ * hybrid ABI (legacy buffer calls) everywhere else. */
+#error "cb3._cb3 must be built with --hpy-abi=cpython or --hpy-abi=hybrid"
+#endif
+
+#include <Python.h>
+#include "hpy.h"
+#include "cb3.h"
+
+/* Release the GIL for inputs of at least this many bytes, as hashlib,
+ * blake3-py and pyca/cryptography do: below it the release/reacquire costs
+ * a noticeable share of the call. */
+#define CB3_GIL_THRESHOLD 2048
+
+/* ---- errors.c ---- */
+
+/* The module's Python-level exception classes, loaded once at init. */
+extern HPyGlobal cb3_DecryptionError;
+
+/* Lengths the caller passed, so messages can say what was wrong. */
+typedef struct {
+    size_t key;
+    size_t nonce;
+    size_t tag;
+} cb3_given_lengths;
+
+/* Sets the Python exception for a failed cb3 call. Always returns -1. */
+int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given);
+
+/* Sets `type(message)`, formatting like printf. Always returns -1. */
+int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- buffers.c ---- */
+
+/* A contiguous byte buffer borrowed from a Python object for one call. */
+typedef struct {
+    const uint8_t *ptr;
+    size_t len;
+    int has_view;   /* 1 if `view` must be released */
+    Py_buffer view;
+} cb3_buffer;
+
+/* Borrows the bytes of `obj` (bytes, bytearray, memoryview, mmap, array('B'),
+ * numpy uint8, ... any C-contiguous buffer of 1-byte items). With
+ * `writable`, the buffer must be writable. If `none_ok` and obj is None the
+ * result is an empty buffer. `name` is the argument name used in errors.
+ * Returns 0, or -1 with a Python exception set. */
+int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out);
+void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf);
+
+/* The buffers borrowed by one call, released together. */
+#define CB3_MAX_BUFFERS 4
+typedef struct {
+    cb3_buffer items[CB3_MAX_BUFFERS];
+    int count;
+} cb3_borrowed;
+
+enum { CB3_READ = 0, CB3_WRITE = 1, CB3_OPTIONAL = 2 };
+
+/* Borrows `obj` into `set` (flags: CB3_READ or CB3_WRITE, | CB3_OPTIONAL to
+ * accept None or an absent argument as empty). Returns the buffer, or NULL
+ * with an exception set. */
+const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags);
+void cb3_release_all(HPyContext *ctx, cb3_borrowed *set);
+
+/* Runs `call` (an expression giving a cb3_result) with the GIL released when
+ * the call touches at least CB3_GIL_THRESHOLD bytes. Every pointer it uses
+ * must come from borrowed buffers or C memory, never from object fields. */
+#define CB3_RUN(ctx, nbytes, result, call)                 \
+    do {                                                   \
+        if ((nbytes) >= CB3_GIL_THRESHOLD) {               \
+            HPy_BEGIN_LEAVE_PYTHON(ctx)                    \
+            (result) = (call);                             \
+            HPy_END_LEAVE_PYTHON(ctx)                      \
+        } else {                                           \
+            (result) = (call);                             \
+        }                                                  \
+    } while (0)
+
+/* A new bytes object that Rust writes into directly (no extra copy). */
+typedef struct {
+    PyObject *obj;
+    uint8_t *ptr;
+    size_t len;
+} cb3_output;
+
+int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out);
+HPy cb3_output_finish(HPyContext *ctx, cb3_output *out);   /* steals; returns the bytes */
+void cb3_output_discard(cb3_output *out);                  /* on failure */
+
+/* ---- args.c ---- */
+
+#define CB3_MAX_ARGS 6
+
+typedef struct {
+    const char *function;              /* for messages: "encrypt" */
+    const char *names[CB3_MAX_ARGS + 1]; /* NULL-terminated */
+    int required;                      /* the first `required` names are required */
+    int max_positional;                /* 0: every name may be passed positionally */
+} cb3_argspec;
+
+/* Parses vectorcall arguments (positional `args[0..nargs)`, then values for
+ * the names in `kwnames`) into `out` (borrowed handles, HPy_NULL if absent).
+ * Unlike HPyArg_ParseKeywords it rejects surplus positional arguments,
+ * unknown keywords and duplicates. Returns 0, or -1 with TypeError set. */
+int cb3_parse_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args, size_t nargs, HPy kwnames, HPy *out);
+
+/* The same for tp_new, whose `kw` is a dict on CPython and a kwnames tuple
+ * (values after the positional args) on PyPy. `owned` receives handles that
+ * the caller closes with cb3_close_all. */
+int cb3_parse_new_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args, HPy_ssize_t nargs, HPy kw,
+                       HPy *out, HPy *owned);
+void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
+
+/* ---- types ---- */
+
+extern HPyType_Spec cb3_ChaCha20Blake3_spec;
+extern HPyType_Spec cb3_Stream_spec;
+
+#endif /* CB3EXT_H */

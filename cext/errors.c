@@ -1,0 +1,50 @@
+/* The one place where a cb3_result becomes a Python exception. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cb3ext.h"
+
+HPyGlobal cb3_DecryptionError;
+
+int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
+{
+    char message[256];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    HPyErr_SetString(ctx, type, message);
+    return -1;
+}
+
+int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given)
+{
+    switch (result) {
+    case CB3_RESULT_INVALID_KEY_LENGTH:
+        return cb3_raisef(ctx, ctx->h_ValueError, "key must be %d bytes, got %zu", CB3_KEY_SIZE, given->key);
+    case CB3_RESULT_INVALID_NONCE_LENGTH:
+        return cb3_raisef(ctx, ctx->h_ValueError, "nonce must be %d bytes, got %zu", CB3_NONCE_SIZE, given->nonce);
+    case CB3_RESULT_INVALID_TAG_LENGTH:
+        return cb3_raisef(ctx, ctx->h_ValueError, "tag must be %d bytes, got %zu", CB3_TAG_SIZE, given->tag);
+    case CB3_RESULT_OVERLAPPING_BUFFERS:
+        return cb3_raisef(ctx, ctx->h_ValueError,
+                          "the output buffer overlaps an input; it may only start exactly at the data (in place)");
+    case CB3_RESULT_DECRYPTION_FAILED: {
+        HPy type = HPyGlobal_Load(ctx, cb3_DecryptionError);
+        HPyErr_SetString(ctx, type,
+                         "decryption failed: wrong key, nonce, associated data or tag, or modified ciphertext");
+        HPy_Close(ctx, type);
+        return -1;
+    }
+    case CB3_RESULT_STREAM_EXHAUSTED:
+        return cb3_raisef(ctx, ctx->h_OverflowError, "%s", cb3_result_message(result));
+    case CB3_RESULT_INSUFFICIENT_SIZE:
+    case CB3_RESULT_INVALID_ARGUMENT:
+        return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));
+    default:
+        /* NULL parameters cannot come from Python and a panic is a bug:
+         * both are internal errors, reported with their code. */
+        return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
+                          cb3_result_message(result));
+    }
+}

@@ -1,0 +1,85 @@
+/* The module cb3._cb3: multi-phase init registers the types and loads the
+ * exception classes that cb3/errors.py defines. */
+#include "cb3ext.h"
+
+HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "The version of the Rust core (rustlib).")
+static HPy version_impl(HPyContext *ctx, HPy self)
+{
+    (void)self;
+    return HPyUnicode_FromString(ctx, cb3_version());
+}
+
+HPyDef_METH(simd_backend, "simd_backend", HPyFunc_NOARGS,
+            .doc = "The widest SIMD instruction set the BLAKE3/ChaCha cores use on this CPU.")
+static HPy simd_backend_impl(HPyContext *ctx, HPy self)
+{
+    (void)self;
+    return HPyUnicode_FromString(ctx, cb3_simd_backend());
+}
+
+static int add_int(HPyContext *ctx, HPy module, const char *name, long value)
+{
+    HPy h = HPyLong_FromLong(ctx, value);
+    if (HPy_IsNull(h))
+        return -1;
+    int status = HPy_SetAttr_s(ctx, module, name, h);
+    HPy_Close(ctx, h);
+    return status;
+}
+
+static int add_string(HPyContext *ctx, HPy module, const char *name, const char *value)
+{
+    HPy h = HPyUnicode_FromString(ctx, value);
+    if (HPy_IsNull(h))
+        return -1;
+    int status = HPy_SetAttr_s(ctx, module, name, h);
+    HPy_Close(ctx, h);
+    return status;
+}
+
+static int load_exception(HPyContext *ctx, HPy errors, const char *name, HPyGlobal *global)
+{
+    HPy type = HPy_GetAttr_s(ctx, errors, name);
+    if (HPy_IsNull(type))
+        return -1;
+    HPyGlobal_Store(ctx, global, type);
+    HPy_Close(ctx, type);
+    return 0;
+}
+
+HPyDef_SLOT(module_exec, HPy_mod_exec)
+static int module_exec_impl(HPyContext *ctx, HPy module)
+{
+    HPy errors = HPyImport_ImportModule(ctx, "cb3.errors");
+    if (HPy_IsNull(errors))
+        return -1;
+    int status = load_exception(ctx, errors, "DecryptionError", &cb3_DecryptionError);
+    HPy_Close(ctx, errors);
+    if (status < 0)
+        return -1;
+    if (!HPyHelpers_AddType(ctx, module, "ChaCha20Blake3", &cb3_ChaCha20Blake3_spec, NULL) ||
+        !HPyHelpers_AddType(ctx, module, "Stream", &cb3_Stream_spec, NULL))
+        return -1;
+#if defined(HPY_ABI_CPYTHON)
+    const char *abi = "cpython";
+#else
+    const char *abi = "hybrid";
+#endif
+    if (add_int(ctx, module, "KEY_SIZE", CB3_KEY_SIZE) < 0 || add_int(ctx, module, "NONCE_SIZE", CB3_NONCE_SIZE) < 0 ||
+        add_int(ctx, module, "TAG_SIZE", CB3_TAG_SIZE) < 0 ||
+        add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_string(ctx, module, "HPY_ABI", abi) < 0)
+        return -1;
+    return 0;
+}
+
+static HPyDef *module_defines[] = {&module_exec, &version, &simd_backend, NULL};
+static HPyGlobal *module_globals[] = {&cb3_DecryptionError, NULL};
+
+static HPyModuleDef moduledef = {
+    .doc = "cb3's HPy extension: ChaCha20-BLAKE3 over the Rust core (rustlib). Use the cb3 package.",
+    .size = 0,
+    .defines = module_defines,
+    .globals = module_globals,
+};
+
+HPy_MODINIT(_cb3, moduledef)

@@ -1,0 +1,148 @@
+/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/stream.rs). */
+#include "cb3ext.h"
+
+typedef struct {
+    cb3_stream *stream; /* owned; locks internally, so shared freely between threads */
+} StreamObject;
+
+HPyType_HELPERS(StreamObject)
+
+HPyDef_SLOT(Stream_new, HPy_tp_new)
+static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+{
+    static const cb3_argspec spec = {"Stream", {"key", "nonce", "message_index", NULL}, 2, 2};
+    HPy arg[3], owned[CB3_MAX_ARGS];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0)
+        goto done;
+    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
+    const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
+    if (nonce == NULL)
+        goto done;
+    uint64_t index = 0;
+    if (!HPy_IsNull(arg[2])) {
+        if (!HPy_TypeCheck(ctx, arg[2], ctx->h_LongType)) {
+            cb3_raisef(ctx, ctx->h_TypeError, "message_index must be an int");
+            goto done;
+        }
+        index = HPyLong_AsUInt64_t(ctx, arg[2]);
+        if (index == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
+            HPyErr_Clear(ctx);
+            index = UINT64_MAX;
+        }
+        if (index == UINT64_MAX) {
+            cb3_raisef(ctx, ctx->h_ValueError, "message_index must be in range(0, 2**64 - 1)");
+            goto done;
+        }
+    }
+    cb3_stream *stream = NULL;
+    cb3_result r = cb3_stream_new(key->ptr, key->len, nonce->ptr, nonce->len, index, &stream);
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_raise(ctx, r, &given);
+        goto done;
+    }
+    StreamObject *self;
+    result = HPy_New(ctx, type, &self);
+    if (HPy_IsNull(result)) {
+        cb3_stream_free(stream);
+        goto done;
+    }
+    self->stream = stream;
+done:
+    cb3_release_all(ctx, &set);
+    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
+    return result;
+}
+
+HPyDef_SLOT(Stream_destroy, HPy_tp_destroy)
+static void Stream_destroy_impl(void *obj)
+{
+    StreamObject *self = (StreamObject *)obj;
+    cb3_stream_free(self->stream); /* wipes the key */
+    self->stream = NULL;
+}
+
+/* cb3_stream_encrypt or cb3_stream_decrypt. */
+typedef cb3_result (*stream_op)(const cb3_stream *, const uint8_t *, size_t, const uint8_t *, size_t, uint8_t *,
+                                size_t, size_t *);
+
+static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
+               stream_op op, int decrypt)
+{
+    HPy arg[2];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    cb3_output out = {NULL, NULL, 0};
+    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
+    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[1], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
+    if (aad == NULL)
+        goto done;
+    if (decrypt && data->len < CB3_TAG_SIZE) {
+        cb3_given_lengths none = {0, 0, 0};
+        cb3_raise(ctx, CB3_RESULT_DECRYPTION_FAILED, &none);
+        goto done;
+    }
+    if (cb3_output_new(ctx, decrypt ? data->len - CB3_TAG_SIZE : data->len + CB3_TAG_SIZE, &out) < 0)
+        goto done;
+    const cb3_stream *stream = StreamObject_AsStruct(ctx, self)->stream;
+    cb3_result r;
+    CB3_RUN(ctx, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths none = {0, 0, 0};
+        cb3_raise(ctx, r, &none);
+        goto done;
+    }
+    result = cb3_output_finish(ctx, &out);
+done:
+    cb3_output_discard(&out);
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+HPyDef_METH(Stream_encrypt, "encrypt", HPyFunc_KEYWORDS,
+            .doc = "encrypt(data, associated_data=None) -> bytes\n\n"
+                   "Encrypt the next message (ciphertext || tag) under this message's nonce, then advance.\n"
+                   "Raises OverflowError, forever, once 2**64 - 1 messages have been sent.")
+static HPy Stream_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"encrypt", {"data", "associated_data", NULL}, 1, 0};
+    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_encrypt, 0);
+}
+
+HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
+            .doc = "decrypt(data, associated_data=None) -> bytes\n\n"
+                   "Verify and decrypt the next message. The index advances only if the tag verifies;\n"
+                   "after cb3.DecryptionError the right message can still be decrypted.")
+static HPy Stream_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"decrypt", {"data", "associated_data", NULL}, 1, 0};
+    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_decrypt, 1);
+}
+
+HPyDef_GET(Stream_message_index, "message_index",
+           .doc = "The index of the next message: messages encrypted, or successfully decrypted, so far.")
+static HPy Stream_message_index_get(HPyContext *ctx, HPy self, void *closure)
+{
+    (void)closure;
+    return HPyLong_FromUInt64_t(ctx, cb3_stream_message_index(StreamObject_AsStruct(ctx, self)->stream));
+}
+
+static HPyDef *Stream_defines[] = {
+    &Stream_new, &Stream_destroy, &Stream_encrypt, &Stream_decrypt, &Stream_message_index, NULL,
+};
+
+HPyType_Spec cb3_Stream_spec = {
+    .name = "cb3.Stream",
+    .doc = "Stream(key, nonce, *, message_index=0)\n\n"
+           "A sequence of ChaCha20-BLAKE3 messages under one key: message i uses the nonce\n"
+           "nonce[:16] + (int.from_bytes(nonce[16:], 'little') + i mod 2**64).to_bytes(8, 'little'),\n"
+           "the schedule of the Ruby gem chacha20blake3. Each call holds a lock. Truncation (dropped\n"
+           "trailing messages) is not detected.",
+    .basicsize = sizeof(StreamObject),
+    .builtin_shape = SHAPE(StreamObject),
+    .defines = Stream_defines,
+};

@@ -1,0 +1,487 @@
+//! ChaCha20-BLAKE3, the committing AEAD of the `chacha20-blake3` crate, and
+//! its C ABI (`cb3_aead_*`).
+//!
+//! The construction (exactly the crate's, checked byte for byte against it in
+//! `tests/abi.rs`):
+//!
+//! ```text
+//! enc_key || auth_key || enc_nonce = BLAKE3-keyed(key, nonce24), first 72 XOF bytes
+//! ct  = plaintext XOR ChaCha20(enc_key, enc_nonce (8 B), 64-bit block counter from 0)
+//! tag = BLAKE3-keyed(auth_key, aad || le64(|aad|) || ct || le64(|ct|))
+//! ```
+//!
+//! Short messages go straight through the crate. For longer ones the crate's
+//! in-place-only API would cost a full copy pass before its XOR and MAC passes
+//! (and could not decrypt into a caller's buffer without writing to it before
+//! the tag is checked), so the same steps run here over the same primitives:
+//! copy and XOR fused piece by piece while the piece is in cache, and the MAC
+//! in one call. Decryption always finishes the MAC over the ciphertext and
+//! compares the tag (constant time) before it writes a single byte.
+
+use std::ptr;
+
+use chacha20::cipher::{KeyIvInit, StreamCipher};
+use chacha20::ChaCha20Legacy;
+use chacha20_blake3::ChaCha20Blake3;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
+
+use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+
+/// Key size of ChaCha20-BLAKE3 in bytes.
+pub const CB3_KEY_SIZE: usize = 32;
+/// Nonce size of ChaCha20-BLAKE3 in bytes. Random nonces are safe (birthday
+/// bound about 2^96 messages per key).
+pub const CB3_NONCE_SIZE: usize = 24;
+/// Tag size of ChaCha20-BLAKE3 in bytes.
+pub const CB3_TAG_SIZE: usize = 32;
+
+/// Bytes per fused copy + XOR step: a multiple of the ChaCha block (64 B),
+/// small enough to stay in L1/L2 between the copy and the XOR.
+const PIECE: usize = 64 * 1024;
+
+/// The per-message keys derived from (key, nonce). Wiped on drop.
+#[derive(Zeroize, ZeroizeOnDrop)]
+struct MessageKeys {
+    enc_key: [u8; 32],
+    auth_key: [u8; 32],
+    enc_nonce: [u8; 8],
+}
+
+impl MessageKeys {
+    fn derive(key: &[u8; 32], nonce: &[u8; 24]) -> Self {
+        let mut out = Zeroizing::new([0u8; 72]);
+        blake3::Hasher::new_keyed(key)
+            .update(nonce)
+            .finalize_xof()
+            .fill(&mut out[..]);
+        let mut keys = MessageKeys { enc_key: [0; 32], auth_key: [0; 32], enc_nonce: [0; 8] };
+        keys.enc_key.copy_from_slice(&out[..32]);
+        keys.auth_key.copy_from_slice(&out[32..64]);
+        keys.enc_nonce.copy_from_slice(&out[64..]);
+        keys
+    }
+
+    fn keystream(&self) -> ChaCha20Legacy {
+        ChaCha20Legacy::new(&self.enc_key.into(), &self.enc_nonce.into())
+    }
+
+    /// The MAC state after the associated data and its length.
+    fn mac(&self, aad: &[u8]) -> blake3::Hasher {
+        let mut mac = blake3::Hasher::new_keyed(&self.auth_key);
+        mac.update(aad);
+        mac.update(&(aad.len() as u64).to_le_bytes());
+        mac
+    }
+}
+
+fn finish_mac(mut mac: blake3::Hasher, ciphertext_len: usize) -> [u8; 32] {
+    mac.update(&(ciphertext_len as u64).to_le_bytes());
+    *mac.finalize().as_bytes()
+}
+
+/// Where the data of an operation comes from: already in the output buffer
+/// (in place) or in a separate, non-overlapping input.
+pub enum Source<'a> {
+    InPlace,
+    Separate(&'a [u8]),
+}
+
+/// Messages shorter than this go through the `chacha20-blake3` crate's own
+/// `*_in_place_detached` (its scalar ChaCha path has the lowest fixed cost);
+/// longer ones through the pipeline below (AVX-512/AVX2 ChaCha, no extra pass).
+/// Both give identical bytes; `tests/abi.rs` checks every length around it.
+pub const SMALL_MESSAGE: usize = 512;
+
+fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
+    ChaCha20Blake3::new(*key)
+}
+
+/// Copies `input` into `out` and XORs the keystream, piece by piece, so each
+/// piece is still in cache when it is XORed (one pass, not copy + XOR).
+fn xor_into(keys: &MessageKeys, source: Source<'_>, out: &mut [u8]) -> Cb3Result<()> {
+    let mut stream = keys.keystream();
+    for (index, piece) in out.chunks_mut(PIECE).enumerate() {
+        if let Source::Separate(input) = source {
+            let start = index * PIECE;
+            piece.copy_from_slice(&input[start..start + piece.len()]);
+        }
+        // Only fails past 2^64 blocks, which no in-memory message reaches.
+        stream.try_apply_keystream(piece).map_err(|_| cb3_result::InvalidArgument)?;
+    }
+    Ok(())
+}
+
+/// Encrypts into `out` (same length as the data) and returns the tag.
+pub fn seal(key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], source: Source<'_>, out: &mut [u8]) -> Cb3Result<[u8; 32]> {
+    if out.len() < SMALL_MESSAGE {
+        if let Source::Separate(input) = source {
+            out.copy_from_slice(input);
+        }
+        return Ok(reference(key).encrypt_in_place_detached(nonce, out, aad));
+    }
+    let keys = MessageKeys::derive(key, nonce);
+    xor_into(&keys, source, out)?;
+    // The MAC runs over the whole ciphertext in one update: BLAKE3 hashes
+    // 16 chunks in parallel only when fed large aligned spans.
+    let mut mac = keys.mac(aad);
+    mac.update(out);
+    Ok(finish_mac(mac, out.len()))
+}
+
+/// Verifies `tag` over the ciphertext, then (and only then) decrypts it into
+/// `out`. On failure `out` is untouched.
+pub fn open(
+    key: &[u8; 32],
+    nonce: &[u8; 24],
+    aad: &[u8],
+    tag: &[u8; 32],
+    source: Source<'_>,
+    out: &mut [u8],
+) -> Cb3Result<()> {
+    if out.len() < SMALL_MESSAGE {
+        // The crate decrypts in place; use a scratch copy so that `out` is
+        // written only after the tag has verified.
+        let mut scratch = [0u8; SMALL_MESSAGE];
+        let buf = &mut scratch[..out.len()];
+        match source {
+            Source::InPlace => buf.copy_from_slice(out),
+            Source::Separate(input) => buf.copy_from_slice(input),
+        }
+        let verified = reference(key).decrypt_in_place_detached(nonce, buf, tag, aad);
+        if verified.is_ok() {
+            out.copy_from_slice(buf);
+        }
+        buf.zeroize();
+        return verified.map_err(|_| cb3_result::DecryptionFailed);
+    }
+    let keys = MessageKeys::derive(key, nonce);
+    let mut mac = keys.mac(aad);
+    match source {
+        Source::InPlace => mac.update(out),
+        Source::Separate(input) => mac.update(input),
+    };
+    let expected = Zeroizing::new(finish_mac(mac, out.len()));
+    if !constant_time_eq::constant_time_eq_32(&expected, tag) {
+        return Err(cb3_result::DecryptionFailed);
+    }
+    xor_into(&keys, source, out)
+}
+
+/// A ChaCha20-BLAKE3 key. Opaque to C; create with `cb3_aead_new`, release
+/// with `cb3_aead_free`. Immutable after creation, so one `cb3_aead` may be
+/// used from many threads at once. The key bytes are wiped when it is freed.
+#[derive(Zeroize, ZeroizeOnDrop)]
+pub struct cb3_aead {
+    key: [u8; 32],
+}
+
+impl cb3_aead {
+    pub fn new(key: [u8; 32]) -> Self {
+        cb3_aead { key }
+    }
+
+    pub fn key(&self) -> &[u8; 32] {
+        &self.key
+    }
+}
+
+/// Resolves the data input and the output of an out-of-place call: either the
+/// output starts exactly at the input (in place) or the two are disjoint.
+/// Every other buffer in `others` must be disjoint from the output.
+///
+/// # Safety
+/// See `buffers`: valid `(ptr, len)` pairs.
+unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
+    disjoint(&out, others)?;
+    if data.len > 0 && data.ptr == out.ptr {
+        return Ok((Source::InPlace, out.as_mut_slice()));
+    }
+    disjoint(&out, &[data])?;
+    Ok((Source::Separate(data.as_slice()), out.as_mut_slice()))
+}
+
+/// `ciphertext || tag` of `data` into `out`; returns the bytes written.
+/// Shared by `cb3_aead_encrypt` and `cb3_stream_encrypt`.
+///
+/// # Safety
+/// See `buffers`: valid `(ptr, len)` pairs.
+pub(crate) unsafe fn seal_combined(key: &[u8; 32], nonce: Raw, data: Raw, aad: Raw, out: *mut u8, out_len: usize) -> Cb3Result<usize> {
+    let nonce_bytes = fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength)?;
+    let total = data.len.checked_add(CB3_TAG_SIZE).ok_or(cb3_result::InvalidArgument)?;
+    if out.is_null() {
+        return Err(cb3_result::NullParameter);
+    }
+    if out_len < total {
+        return Err(cb3_result::InsufficientSize);
+    }
+    let body = Raw::new(out, data.len)?;
+    let tag_out = Raw::new(out.wrapping_add(data.len), CB3_TAG_SIZE)?;
+    disjoint(&tag_out, &[data, aad, nonce])?;
+    let (source, body) = data_and_output(data, body, &[aad, nonce])?;
+    let tag = seal(key, nonce_bytes, aad.as_slice(), source, body)?;
+    ptr::copy_nonoverlapping(tag.as_ptr(), tag_out.ptr as *mut u8, CB3_TAG_SIZE);
+    Ok(total)
+}
+
+/// Verifies and decrypts `ciphertext || tag` into `out`; returns the
+/// plaintext length. Shared by `cb3_aead_decrypt` and `cb3_stream_decrypt`.
+///
+/// # Safety
+/// See `buffers`: valid `(ptr, len)` pairs.
+pub(crate) unsafe fn open_combined(key: &[u8; 32], nonce: Raw, input: Raw, aad: Raw, out: *mut u8, out_len: usize) -> Cb3Result<usize> {
+    let nonce_bytes = fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength)?;
+    if input.len < CB3_TAG_SIZE {
+        return Err(cb3_result::DecryptionFailed);
+    }
+    let body_len = input.len - CB3_TAG_SIZE;
+    if out.is_null() && body_len > 0 {
+        return Err(cb3_result::NullParameter);
+    }
+    if out_len < body_len {
+        return Err(cb3_result::InsufficientSize);
+    }
+    let data = Raw::new(input.ptr, body_len)?;
+    let tag = Raw::new(input.ptr.wrapping_add(body_len), CB3_TAG_SIZE)?;
+    let out = Raw::new(out, body_len)?;
+    let (source, out) = data_and_output(data, out, &[tag, aad, nonce])?;
+    open(key, nonce_bytes, aad.as_slice(), &*(tag.ptr as *const [u8; 32]), source, out)?;
+    Ok(body_len)
+}
+
+/// # Safety
+/// `ptr` is NULL or came from `cb3_aead_new` and was not freed.
+unsafe fn aead_ref<'a>(ptr: *const cb3_aead) -> Cb3Result<&'a cb3_aead> {
+    ptr.as_ref().ok_or(cb3_result::NullParameter)
+}
+
+/// Creates a cipher from a 32-byte key and stores it in `*aead_out`.
+///
+/// `key` must be non-NULL with `key_len == CB3_KEY_SIZE`, else
+/// `CB3_RESULT_NULL_PARAMETER` / `CB3_RESULT_INVALID_KEY_LENGTH`. The key is
+/// copied; the caller may wipe its own copy afterwards. On failure
+/// `*aead_out` is not written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: *mut *mut cb3_aead) -> cb3_result {
+    ffi_boundary(|| {
+        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
+        if aead_out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        *aead_out = Box::into_raw(Box::new(cb3_aead::new(*key)));
+        Ok(())
+    })
+}
+
+/// Wipes and frees a cipher made by `cb3_aead_new`. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_free(aead: *mut cb3_aead) {
+    ffi_boundary_or((), || {
+        if !aead.is_null() {
+            drop(Box::from_raw(aead));
+        }
+    })
+}
+
+/// Encrypts `plaintext` and writes `ciphertext || tag` (`plaintext_len + 32`
+/// bytes) to `out`, storing that count in `*out_n` (if `out_n` is not NULL).
+///
+/// `out_len` must be at least `plaintext_len + CB3_TAG_SIZE`, else
+/// `CB3_RESULT_INSUFFICIENT_SIZE`. `out` may start exactly at `plaintext`
+/// (in-place encryption, the buffer holding room for the tag); any other
+/// overlap with an input is `CB3_RESULT_OVERLAPPING_BUFFERS`. `aad` may be
+/// NULL when `aad_len` is 0. On failure nothing is written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_encrypt(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    plaintext: *const u8,
+    plaintext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let aead = aead_ref(aead)?;
+        let nonce = Raw::new(nonce, nonce_len)?;
+        let written = seal_combined(aead.key(), nonce, Raw::new(plaintext, plaintext_len)?, Raw::new(aad, aad_len)?, out, out_len)?;
+        store(out_n, written);
+        Ok(())
+    })
+}
+
+/// Verifies and decrypts `ciphertext || tag` (`ciphertext_len` bytes, at
+/// least `CB3_TAG_SIZE`) into `out`, storing the plaintext length
+/// (`ciphertext_len - 32`) in `*out_n` (if `out_n` is not NULL).
+///
+/// A wrong tag, or input shorter than the tag, is `CB3_RESULT_DECRYPTION_FAILED`
+/// and leaves `out` untouched. `out_len` must be at least
+/// `ciphertext_len - CB3_TAG_SIZE`. `out` may start exactly at `ciphertext`
+/// (in place); any other overlap is `CB3_RESULT_OVERLAPPING_BUFFERS`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_decrypt(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let aead = aead_ref(aead)?;
+        let nonce = Raw::new(nonce, nonce_len)?;
+        let written = open_combined(aead.key(), nonce, Raw::new(ciphertext, ciphertext_len)?, Raw::new(aad, aad_len)?, out, out_len)?;
+        store(out_n, written);
+        Ok(())
+    })
+}
+
+/// Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
+/// bytes are written; `ciphertext_out_len` must be at least that) and writes
+/// the 32-byte tag to `tag_out` (`tag_out_len` must be at least
+/// `CB3_TAG_SIZE`). `ciphertext_out` may start exactly at `plaintext`; all
+/// other overlaps are rejected. On failure nothing is written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_encrypt_detached(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    plaintext: *const u8,
+    plaintext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    ciphertext_out: *mut u8,
+    ciphertext_out_len: usize,
+    tag_out: *mut u8,
+    tag_out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let aead = aead_ref(aead)?;
+        let nonce_raw = Raw::new(nonce, nonce_len)?;
+        let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        let data = Raw::new(plaintext, plaintext_len)?;
+        let aad = Raw::new(aad, aad_len)?;
+        if (ciphertext_out.is_null() && plaintext_len > 0) || tag_out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        if ciphertext_out_len < plaintext_len || tag_out_len < CB3_TAG_SIZE {
+            return Err(cb3_result::InsufficientSize);
+        }
+        let body = Raw::new(ciphertext_out, plaintext_len)?;
+        let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
+        disjoint(&tag_raw, &[data, aad, nonce_raw, body])?;
+        let (source, body) = data_and_output(data, body, &[aad, nonce_raw])?;
+        let tag = seal(aead.key(), nonce, aad.as_slice(), source, body)?;
+        ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE);
+        Ok(())
+    })
+}
+
+/// Verifies `tag` (exactly `CB3_TAG_SIZE` bytes, else
+/// `CB3_RESULT_INVALID_TAG_LENGTH`) over `ciphertext`, then decrypts it into
+/// `plaintext_out` (`ciphertext_len` bytes written; `plaintext_out_len` must
+/// be at least that). On any failure `plaintext_out` is untouched.
+/// `plaintext_out` may start exactly at `ciphertext`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_decrypt_detached(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    tag: *const u8,
+    tag_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    plaintext_out: *mut u8,
+    plaintext_out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let aead = aead_ref(aead)?;
+        let nonce_raw = Raw::new(nonce, nonce_len)?;
+        let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        let tag_raw = Raw::new(tag, tag_len)?;
+        let tag = fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength)?;
+        let data = Raw::new(ciphertext, ciphertext_len)?;
+        let aad = Raw::new(aad, aad_len)?;
+        if plaintext_out.is_null() && ciphertext_len > 0 {
+            return Err(cb3_result::NullParameter);
+        }
+        if plaintext_out_len < ciphertext_len {
+            return Err(cb3_result::InsufficientSize);
+        }
+        let out = Raw::new(plaintext_out, ciphertext_len)?;
+        let (source, out) = data_and_output(data, out, &[tag_raw, aad, nonce_raw])?;
+        open(aead.key(), nonce, aad.as_slice(), tag, source, out)
+    })
+}
+
+/// Encrypts `buf` in place and writes the 32-byte tag to `tag_out`
+/// (`tag_out_len` at least `CB3_TAG_SIZE`, not overlapping any input).
+/// On failure neither `buf` nor `tag_out` is modified.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    buf: *mut u8,
+    buf_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    tag_out: *mut u8,
+    tag_out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let aead = aead_ref(aead)?;
+        let nonce_raw = Raw::new(nonce, nonce_len)?;
+        let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        let buf = Raw::new(buf, buf_len)?;
+        let aad = Raw::new(aad, aad_len)?;
+        if tag_out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        if tag_out_len < CB3_TAG_SIZE {
+            return Err(cb3_result::InsufficientSize);
+        }
+        let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
+        disjoint(&tag_raw, &[buf, aad, nonce_raw])?;
+        disjoint(&buf, &[aad, nonce_raw])?;
+        let tag = seal(aead.key(), nonce, aad.as_slice(), Source::InPlace, buf.as_mut_slice())?;
+        ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE);
+        Ok(())
+    })
+}
+
+/// Verifies `tag` over `buf` and, only if it matches, decrypts `buf` in
+/// place. On failure `buf` is untouched (`CB3_RESULT_DECRYPTION_FAILED`).
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    buf: *mut u8,
+    buf_len: usize,
+    tag: *const u8,
+    tag_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let aead = aead_ref(aead)?;
+        let nonce_raw = Raw::new(nonce, nonce_len)?;
+        let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        let tag_raw = Raw::new(tag, tag_len)?;
+        let tag = fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength)?;
+        let buf = Raw::new(buf, buf_len)?;
+        let aad = Raw::new(aad, aad_len)?;
+        disjoint(&buf, &[tag_raw, aad, nonce_raw])?;
+        open(aead.key(), nonce, aad.as_slice(), tag, Source::InPlace, buf.as_mut_slice())
+    })
+}

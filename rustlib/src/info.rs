@@ -1,0 +1,50 @@
+//! Version and build facts for `python -m cb3` and C users.
+
+use std::ffi::{c_char, CStr};
+
+use crate::errors::ffi_boundary_or;
+
+const VERSION: &CStr = {
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(version) => version,
+        Err(_) => panic!("version contains NUL"),
+    }
+};
+
+/// The library version, e.g. "0.1.0" (static, NUL-terminated).
+#[no_mangle]
+pub extern "C" fn cb3_version() -> *const c_char {
+    VERSION.as_ptr()
+}
+
+/// The widest SIMD instruction set this CPU offers to the BLAKE3 and ChaCha
+/// cores, detected at run time: "avx512", "avx2", "sse4.1", "sse2", "neon"
+/// or "portable" (static, NUL-terminated).
+#[no_mangle]
+pub extern "C" fn cb3_simd_backend() -> *const c_char {
+    ffi_boundary_or(c"portable".as_ptr(), || simd_backend().as_ptr())
+}
+
+pub fn simd_backend() -> &'static CStr {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") {
+            return c"avx512";
+        }
+        if is_x86_feature_detected!("avx2") {
+            return c"avx2";
+        }
+        if is_x86_feature_detected!("sse4.1") {
+            return c"sse4.1";
+        }
+        c"sse2"
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        c"neon"
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        c"portable"
+    }
+}

@@ -1,0 +1,17 @@
+//! cb3's engine: ChaCha20-BLAKE3 behind a C ABI (see `include/cb3.h`).
+//!
+//! Conventions, after rustls-ffi: every function is `cb3_<object>_<verb>`;
+//! fallible functions return `cb3_result`; inputs come before outputs; every
+//! buffer pointer is followed by its length; outputs are written only on
+//! success; no panic crosses the boundary; the hot paths do not allocate.
+#![allow(non_camel_case_types)]
+#![allow(unsafe_op_in_unsafe_fn)]
+
+pub mod aead;
+pub mod buffers;
+pub mod errors;
+pub mod info;
+pub mod stream;
+
+pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};
+pub use errors::cb3_result;

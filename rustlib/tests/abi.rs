@@ -1,0 +1,271 @@
+//! The C ABI checked against the `chacha20-blake3` crate's own Rust API.
+
+use std::ptr;
+
+use cb3::aead::*;
+use cb3::cb3_result;
+use cb3::stream::*;
+use chacha20_blake3::ChaCha20Blake3;
+
+const VECTORS: [(&str, &str, &str, &str, &str); 3] = [
+    ("0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000000000000000000000000000", "", "",
+     "4fbdd67d41f66924b4304f0fc1eaa87a8e90fc7c5304fe3078f0a1b6e6142c33"),
+    ("0100000000000000000000000000000000000000000000000000000000000010", "100000000000000000000000000000000000000000000001", "4368614368613230", "424c414b4533",
+     "48fecfaf8d9553bfe7121700da72362e77e09080ddd55101aaca18cdcf259953923150cb89e1fef2"),
+    ("3eb02a239a2a66de159b9bb5486ccc10a6f63ddf5862ef076650513372353622", "768e9bda14afb5686cc34de26210f9ff6fa1dfadc64ee3f0",
+     "b8f60975cd7057a003ac84df00d514624fe40cb7855c50dd6594f59b3a2580e5", "c8d69ca92da6c5fd22f1805179fcd36cb7a9d45848fa346ba7118c2f34d23a48",
+     "444d593bb2dea9ecde9cd3839d166141de70481340ce30739b3f0f28b059d63232324ace49e8a19729ac5110a093fba10acaeed93099dea1a9c20463a278c3a7"),
+];
+
+/// Deterministic test bytes (xorshift), so failures reproduce.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+struct Aead(*mut cb3_aead);
+impl Aead {
+    fn new(key: &[u8]) -> Self {
+        let mut p = ptr::null_mut();
+        assert_eq!(unsafe { cb3_aead_new(key.as_ptr(), key.len(), &mut p) }, cb3_result::Ok);
+        Aead(p)
+    }
+    fn encrypt(&self, nonce: &[u8], pt: &[u8], aad: &[u8]) -> Result<Vec<u8>, cb3_result> {
+        let mut out = vec![0u8; pt.len() + 32];
+        let mut n = 0usize;
+        let r = unsafe { cb3_aead_encrypt(self.0, nonce.as_ptr(), nonce.len(), pt.as_ptr(), pt.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out.len(), &mut n) };
+        if r != cb3_result::Ok { return Err(r); }
+        assert_eq!(n, out.len());
+        Ok(out)
+    }
+    fn decrypt(&self, nonce: &[u8], ct: &[u8], aad: &[u8]) -> Result<Vec<u8>, cb3_result> {
+        let mut out = vec![0xAAu8; ct.len().saturating_sub(32)];
+        let mut n = usize::MAX;
+        let r = unsafe { cb3_aead_decrypt(self.0, nonce.as_ptr(), nonce.len(), ct.as_ptr(), ct.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out.len(), &mut n) };
+        if r != cb3_result::Ok {
+            assert!(out.iter().all(|&b| b == 0xAA), "output written on failure");
+            assert_eq!(n, usize::MAX, "out_n written on failure");
+            return Err(r);
+        }
+        assert_eq!(n, out.len());
+        Ok(out)
+    }
+}
+impl Drop for Aead {
+    fn drop(&mut self) { unsafe { cb3_aead_free(self.0) } }
+}
+
+#[test]
+fn upstream_vectors() {
+    for (key, nonce, pt, aad, expected) in VECTORS {
+        let (key, nonce, pt, aad) = (hex::decode(key).unwrap(), hex::decode(nonce).unwrap(), hex::decode(pt).unwrap(), hex::decode(aad).unwrap());
+        let aead = Aead::new(&key);
+        let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
+        assert_eq!(hex::encode(&ct), expected);
+        assert_eq!(aead.decrypt(&nonce, &ct, &aad).unwrap(), pt);
+    }
+}
+
+/// Every length around the ChaCha SIMD widths, the BLAKE3 chunk and the
+/// fused piece size, against the crate's `encrypt`/`decrypt`.
+#[test]
+fn matches_crate_across_boundaries() {
+    let mut lengths: Vec<usize> = (0..=300).collect();
+    for edge in [512usize, 1023, 1024, 1025, 2048, 4096, 8192, 16384, 65536, 65536 * 2, 1 << 20] {
+        lengths.extend([edge - 1, edge, edge + 1]);
+    }
+    lengths.push(3 * 65536 + 777);
+    for (i, &len) in lengths.iter().enumerate() {
+        let key = bytes(i as u64, 32);
+        let nonce = bytes(i as u64 + 1000, 24);
+        let pt = bytes(i as u64 + 2000, len);
+        let aad = bytes(i as u64 + 3000, i % 70);
+        let reference = ChaCha20Blake3::new(key.clone().try_into().unwrap());
+        let expected = reference.encrypt(nonce.as_slice().try_into().unwrap(), &pt, &aad);
+        let aead = Aead::new(&key);
+        let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
+        assert_eq!(ct, expected, "length {len}");
+        assert_eq!(aead.decrypt(&nonce, &ct, &aad).unwrap(), pt, "length {len}");
+    }
+}
+
+#[test]
+fn detached_and_in_place_match_crate() {
+    for len in [0usize, 1, 63, 64, 65, 127, 128, 129, 1000, 70000] {
+        let key = bytes(len as u64, 32);
+        let nonce = bytes(len as u64 + 1, 24);
+        let aad = bytes(len as u64 + 2, 13);
+        let pt = bytes(len as u64 + 3, len);
+        let reference = ChaCha20Blake3::new(key.clone().try_into().unwrap());
+        let mut expected_ct = pt.clone();
+        let expected_tag = reference.encrypt_in_place_detached(nonce.as_slice().try_into().unwrap(), &mut expected_ct, &aad);
+        let aead = Aead::new(&key);
+
+        let mut ct = vec![0u8; len];
+        let mut tag = [0u8; 32];
+        let r = unsafe { cb3_aead_encrypt_detached(aead.0, nonce.as_ptr(), 24, pt.as_ptr(), len, aad.as_ptr(), aad.len(), ct.as_mut_ptr(), len, tag.as_mut_ptr(), 32) };
+        assert_eq!(r, cb3_result::Ok);
+        assert_eq!((&ct, tag), (&expected_ct, expected_tag));
+
+        let mut buf = pt.clone();
+        let mut tag2 = [0u8; 32];
+        let r = unsafe { cb3_aead_encrypt_in_place(aead.0, nonce.as_ptr(), 24, buf.as_mut_ptr(), len, aad.as_ptr(), aad.len(), tag2.as_mut_ptr(), 32) };
+        assert_eq!(r, cb3_result::Ok);
+        assert_eq!((&buf, tag2), (&expected_ct, expected_tag));
+
+        let r = unsafe { cb3_aead_decrypt_in_place(aead.0, nonce.as_ptr(), 24, buf.as_mut_ptr(), len, tag2.as_ptr(), 32, aad.as_ptr(), aad.len()) };
+        assert_eq!(r, cb3_result::Ok);
+        assert_eq!(buf, pt);
+
+        let mut out = vec![0u8; len];
+        let r = unsafe { cb3_aead_decrypt_detached(aead.0, nonce.as_ptr(), 24, ct.as_ptr(), len, tag.as_ptr(), 32, aad.as_ptr(), aad.len(), out.as_mut_ptr(), len) };
+        assert_eq!(r, cb3_result::Ok);
+        assert_eq!(out, pt);
+    }
+}
+
+#[test]
+fn every_tampering_fails_and_writes_nothing() {
+    let key = bytes(1, 32);
+    let nonce = bytes(2, 24);
+    let aad = bytes(3, 20);
+    let pt = bytes(4, 200);
+    let aead = Aead::new(&key);
+    let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
+    for bit in (0..ct.len() * 8).step_by(7) {
+        let mut bad = ct.clone();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        assert_eq!(aead.decrypt(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed));
+    }
+    let mut wrong_nonce = nonce.clone();
+    wrong_nonce[23] ^= 1;
+    assert_eq!(aead.decrypt(&wrong_nonce, &ct, &aad), Err(cb3_result::DecryptionFailed));
+    assert_eq!(aead.decrypt(&nonce, &ct, b"other"), Err(cb3_result::DecryptionFailed));
+    assert_eq!(Aead::new(&bytes(9, 32)).decrypt(&nonce, &ct, &aad), Err(cb3_result::DecryptionFailed));
+    assert_eq!(aead.decrypt(&nonce, &ct[..31], &aad), Err(cb3_result::DecryptionFailed));
+    assert_eq!(aead.decrypt(&nonce, &ct[..ct.len() - 1], &aad), Err(cb3_result::DecryptionFailed));
+
+    // In place: a bad tag leaves the buffer as it was.
+    let mut buf = ct[..200].to_vec();
+    let mut tag = ct[200..].to_vec();
+    tag[0] ^= 0x80;
+    let r = unsafe { cb3_aead_decrypt_in_place(aead.0, nonce.as_ptr(), 24, buf.as_mut_ptr(), 200, tag.as_ptr(), 32, aad.as_ptr(), aad.len()) };
+    assert_eq!(r, cb3_result::DecryptionFailed);
+    assert_eq!(buf, &ct[..200]);
+}
+
+#[test]
+fn argument_errors() {
+    let aead = Aead::new(&[7u8; 32]);
+    let mut p = ptr::null_mut();
+    assert_eq!(unsafe { cb3_aead_new([0u8; 31].as_ptr(), 31, &mut p) }, cb3_result::InvalidKeyLength);
+    assert_eq!(unsafe { cb3_aead_new([0u8; 33].as_ptr(), 33, &mut p) }, cb3_result::InvalidKeyLength);
+    assert_eq!(unsafe { cb3_aead_new(ptr::null(), 32, &mut p) }, cb3_result::NullParameter);
+    assert_eq!(unsafe { cb3_aead_new([0u8; 32].as_ptr(), 32, ptr::null_mut()) }, cb3_result::NullParameter);
+    assert!(p.is_null());
+    assert_eq!(aead.encrypt(&[0u8; 23], b"x", b""), Err(cb3_result::InvalidNonceLength));
+    assert_eq!(aead.encrypt(&[0u8; 25], b"x", b""), Err(cb3_result::InvalidNonceLength));
+    let mut out = [0u8; 40];
+    let r = unsafe { cb3_aead_encrypt(aead.0, [0u8; 24].as_ptr(), 24, [1u8; 9].as_ptr(), 9, ptr::null(), 0, out.as_mut_ptr(), 40, ptr::null_mut()) };
+    assert_eq!(r, cb3_result::InsufficientSize);
+    assert_eq!(out, [0u8; 40]);
+    let r = unsafe { cb3_aead_encrypt(aead.0, [0u8; 24].as_ptr(), 24, ptr::null(), 5, ptr::null(), 0, out.as_mut_ptr(), 40, ptr::null_mut()) };
+    assert_eq!(r, cb3_result::NullParameter);
+    let r = unsafe { cb3_aead_encrypt(ptr::null(), [0u8; 24].as_ptr(), 24, ptr::null(), 0, ptr::null(), 0, out.as_mut_ptr(), 40, ptr::null_mut()) };
+    assert_eq!(r, cb3_result::NullParameter);
+    // Partial overlap between output and input is refused; exact in place works.
+    let mut buf = [5u8; 100];
+    let base = buf.as_mut_ptr();
+    let r = unsafe { cb3_aead_encrypt(aead.0, [0u8; 24].as_ptr(), 24, base.add(1), 10, ptr::null(), 0, base, 60, ptr::null_mut()) };
+    assert_eq!(r, cb3_result::OverlappingBuffers);
+    assert_eq!(buf, [5u8; 100]);
+    let r = unsafe { cb3_aead_encrypt(aead.0, [0u8; 24].as_ptr(), 24, base, 10, base.add(50), 8, base, 42, ptr::null_mut()) };
+    assert_eq!(r, cb3_result::Ok);
+    let mut expected = [5u8; 10].to_vec();
+    let reference = ChaCha20Blake3::new([7u8; 32]);
+    let tag = reference.encrypt_in_place_detached(&[0u8; 24], &mut expected, &[5u8; 8]);
+    assert_eq!(&buf[..10], &expected[..]);
+    assert_eq!(&buf[10..42], &tag[..]);
+    // Tag lengths.
+    let mut out = [0u8; 4];
+    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 31].as_ptr(), 31, ptr::null(), 0, out.as_mut_ptr(), 4) };
+    assert_eq!(r, cb3_result::InvalidTagLength);
+}
+
+#[test]
+fn result_messages_are_distinct() {
+    use cb3::errors::cb3_result_message;
+    let codes = [cb3_result::Ok, cb3_result::NullParameter, cb3_result::InvalidKeyLength, cb3_result::InvalidNonceLength,
+        cb3_result::InvalidTagLength, cb3_result::InsufficientSize, cb3_result::OverlappingBuffers, cb3_result::DecryptionFailed,
+        cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic];
+    let messages: std::collections::HashSet<_> = codes.iter().map(|&c| unsafe { std::ffi::CStr::from_ptr(cb3_result_message(c)) }).collect();
+    assert_eq!(messages.len(), codes.len());
+}
+
+struct Stream(*mut cb3_stream);
+impl Stream {
+    fn new(key: &[u8], nonce: &[u8], index: u64) -> Self {
+        let mut p = ptr::null_mut();
+        assert_eq!(unsafe { cb3_stream_new(key.as_ptr(), 32, nonce.as_ptr(), 24, index, &mut p) }, cb3_result::Ok);
+        Stream(p)
+    }
+    fn encrypt(&self, pt: &[u8]) -> Result<Vec<u8>, cb3_result> {
+        let mut out = vec![0u8; pt.len() + 32];
+        let r = unsafe { cb3_stream_encrypt(self.0, pt.as_ptr(), pt.len(), ptr::null(), 0, out.as_mut_ptr(), out.len(), ptr::null_mut()) };
+        if r == cb3_result::Ok { Ok(out) } else { Err(r) }
+    }
+    fn decrypt(&self, ct: &[u8]) -> Result<Vec<u8>, cb3_result> {
+        let mut out = vec![0u8; ct.len() - 32];
+        let r = unsafe { cb3_stream_decrypt(self.0, ct.as_ptr(), ct.len(), ptr::null(), 0, out.as_mut_ptr(), out.len(), ptr::null_mut()) };
+        if r == cb3_result::Ok { Ok(out) } else { Err(r) }
+    }
+    fn index(&self) -> u64 { unsafe { cb3_stream_message_index(self.0) } }
+}
+impl Drop for Stream {
+    fn drop(&mut self) { unsafe { cb3_stream_free(self.0) } }
+}
+
+#[test]
+fn stream_nonce_schedule_matches_the_gem() {
+    let key = bytes(5, 32);
+    let mut nonce = bytes(6, 24);
+    nonce[16..].copy_from_slice(&(u64::MAX - 1).to_le_bytes()); // wraps at message 2
+    let reference = ChaCha20Blake3::new(key.clone().try_into().unwrap());
+    let sender = Stream::new(&key, &nonce, 0);
+    let receiver = Stream::new(&key, &nonce, 0);
+    for i in 0u64..4 {
+        let pt = bytes(i, 10 + i as usize);
+        let ct = sender.encrypt(&pt).unwrap();
+        let mut expected_nonce = nonce.clone();
+        expected_nonce[16..].copy_from_slice(&(u64::MAX - 1).wrapping_add(i).to_le_bytes());
+        assert_eq!(ct, reference.encrypt(expected_nonce.as_slice().try_into().unwrap(), &pt, b""));
+        assert_eq!(receiver.decrypt(&ct).unwrap(), pt);
+        assert_eq!((sender.index(), receiver.index()), (i + 1, i + 1));
+    }
+    // A failed decrypt does not advance.
+    let a = sender.encrypt(b"a").unwrap();
+    let b = sender.encrypt(b"b").unwrap();
+    assert_eq!(receiver.decrypt(&b), Err(cb3_result::DecryptionFailed));
+    assert_eq!(receiver.index(), 4);
+    assert_eq!(receiver.decrypt(&a).unwrap(), b"a");
+    assert_eq!(receiver.decrypt(&b).unwrap(), b"b");
+}
+
+#[test]
+fn stream_exhaustion_is_sticky() {
+    let stream = Stream::new(&[1u8; 32], &[2u8; 24], u64::MAX - 1);
+    assert!(stream.encrypt(b"last").is_ok());
+    assert_eq!(stream.index(), u64::MAX);
+    assert_eq!(stream.encrypt(b"more"), Err(cb3_result::StreamExhausted));
+    assert_eq!(stream.encrypt(b"more"), Err(cb3_result::StreamExhausted));
+    assert_eq!(stream.index(), u64::MAX);
+    let mut p = ptr::null_mut();
+    assert_eq!(unsafe { cb3_stream_new([1u8; 32].as_ptr(), 32, [2u8; 24].as_ptr(), 24, u64::MAX, &mut p) }, cb3_result::InvalidArgument);
+}
