@@ -1,0 +1,88 @@
+"""`python -m cb3`: what is installed, a known-answer self-test, and one
+throughput line per message size.
+
+Subcommands: `python -m cb3 bench` (side-by-side comparison with peers).
+"""
+
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable
+
+import cb3
+from cb3 import _cb3, selftest
+
+SIZES = [64, 1024, 64 * 1024, 1024 * 1024, 16 * 1024 * 1024]
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _median_seconds(call: Callable[[], object], budget: float = 0.05, rounds: int = 5) -> float:
+    """Median time of one call over `rounds` timed loops of ~`budget` s."""
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget / 4 or number >= 1 << 20:
+            break
+        number *= 4
+    number = max(1, int(number * (budget / max(elapsed, 1e-9))))
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+def _human(size: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def info() -> int:
+    print(f"cb3 {cb3.__version__} (rustlib {_cb3.version()})")
+    print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
+    print(f"HPy ABI: {cb3.HPY_ABI}")
+    print(f"SIMD: {cb3.simd_backend()} ({_cpu_name()})")
+    print(f"known-answer tests: {selftest.run()} passed")
+    key, nonce = cb3.generate_key(), cb3.generate_nonce()
+    cipher = cb3.ChaCha20Blake3(key)
+    print("encrypt throughput (median of 5, one thread):")
+    for size in SIZES:
+        data = os.urandom(size)
+        seconds = _median_seconds(lambda: cipher.encrypt(nonce, data))
+        print(f"  {_human(size):>8}: {seconds * 1e9:12.0f} ns/call {size / seconds / 1e6:9.0f} MB/s")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        return info()
+    command, rest = argv[0], argv[1:]
+    if command == "bench":
+        from cb3 import bench
+
+        return bench.main(rest)
+    print(f"usage: python -m cb3 [bench ...]\nunknown command: {command}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

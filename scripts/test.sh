@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs every test of cb3 on a fresh machine: installs what is missing, then
+#   1. rustlib: cargo test, and the header drift check (pinned cbindgen)
+#   2. CPython 3.11, cpython ABI: pip install . into a fresh venv, pytest, mypy --strict
+#   3. CPython 3.11, hybrid ABI under HPy's debug mode (handle leaks, use after close)
+#   4. PyPy 3.11 (scripts/pypy.sh), when present
+# Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1 to skip step 4)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+WORK="${CB3_TEST_DIR:-$ROOT/.test}"
+TOOLS="${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}"
+CBINDGEN_VERSION=0.29.4
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+mkdir -p "$WORK"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup)" >&2; exit 1; }
+command -v cc >/dev/null || { apt-get update -qq && apt-get install -y -qq gcc; }
+"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' 
+if [[ "$("$TOOLS/bin/cbindgen" --version 2>/dev/null)" != "cbindgen $CBINDGEN_VERSION" ]]; then
+    cargo install cbindgen --version "$CBINDGEN_VERSION" --locked --root "$TOOLS"
+fi
+
+step "rustlib: cargo test"
+(cd rustlib && cargo test --release --locked)
+
+step "rustlib: header drift check (cbindgen $CBINDGEN_VERSION --verify)"
+(cd rustlib && "$TOOLS/bin/cbindgen" --config cbindgen.toml --crate cb3 --output include/cb3.h --verify .) || {
+    echo "rustlib/include/cb3.h is out of date: regenerate it (see rustlib/cbindgen.toml)" >&2
+    exit 1
+}
+
+make_venv() {  # make_venv DIR: a fresh venv with the pinned test requirements
+    rm -rf "$1"
+    "$PYTHON" -m venv "$1"
+    "$1/bin/pip" install --quiet --disable-pip-version-check -r tests/requirements.txt
+}
+
+step "CPython, cpython ABI: build and install"
+make_venv "$WORK/venv"
+"$WORK/venv/bin/pip" install --quiet --no-build-isolation .
+(cd "$WORK" && "$WORK/venv/bin/python" -P -m cb3)
+
+step "CPython, cpython ABI: pytest"
+"$WORK/venv/bin/pytest" tests -q -p no:cacheprovider
+
+step "mypy --strict (stubs and typed examples)"
+"$WORK/venv/bin/mypy" --strict --no-incremental cb3/_cb3.pyi tests/typing_examples.py
+
+step "CPython, hybrid ABI under HPy debug mode: pytest"
+make_venv "$WORK/venv-debug"
+CB3_HPY_ABI=hybrid "$WORK/venv-debug/bin/pip" install --quiet --no-build-isolation .
+HPY=debug "$WORK/venv-debug/bin/pytest" tests -q -p no:cacheprovider -m "not slow"
+
+if [[ -x scripts/pypy.sh && -z "${CB3_SKIP_PYPY:-}" ]]; then
+    step "PyPy 3.11"
+    bash scripts/pypy.sh
+fi
+
+step "all tests passed"
