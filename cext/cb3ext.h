@@ -7,6 +7,7 @@
  *   args.c     vectorcall argument parsing with strict checks
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
+ *   bench.c    timing the chacha20-blake3 crate itself, for `python -m cb3 bench`
  */
 #ifndef CB3EXT_H
 #define CB3EXT_H
@@ -133,6 +134,10 @@ int cb3_parse_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args, si
 int cb3_parse_new_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args, HPy_ssize_t nargs, HPy kw,
                        HPy *out, HPy *owned);
 void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
+
+/* ---- module-level functions (bench.c) ---- */
+
+extern HPyDef bench_reference;
 
 /* ---- types ---- */
 

@@ -72,7 +72,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
     return 0;
 }
 
-static HPyDef *module_defines[] = {&module_exec, &version, &simd_backend, NULL};
+static HPyDef *module_defines[] = {&module_exec, &version, &simd_backend, &bench_reference, NULL};
 static HPyGlobal *module_globals[] = {&cb3_DecryptionError, NULL};
 
 static HPyModuleDef moduledef = {

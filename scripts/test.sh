@@ -52,6 +52,16 @@ step "CPython, cpython ABI: pytest"
 step "mypy --strict (stubs and typed examples)"
 "$WORK/venv/bin/mypy" --strict --no-incremental cb3/_cb3.pyi tests/typing_examples.py
 
+step "asv: benchmark suite imports and runs (quick smoke run, no timing checks)"
+"$WORK/venv/bin/pip" install --quiet asv==0.6.6
+"$WORK/venv/bin/asv" machine --yes --machine cb3-ci >/dev/null
+(cd "$WORK" && "$WORK/venv/bin/asv" --config "$ROOT/asv_benchmarks/asv.conf.json" check --python=same)
+(cd "$WORK" && "$WORK/venv/bin/asv" --config "$ROOT/asv_benchmarks/asv.conf.json" run --python=same --quick \
+    --machine cb3-ci -b 'AEAD.time_encrypt$')
+
+step "python -m cb3 bench --quick"
+(cd "$WORK" && "$WORK/venv/bin/python" -P -m cb3 bench --quick --sizes 64,65536 --json "$WORK/bench.json")
+
 step "CPython, hybrid ABI under HPy debug mode: pytest"
 make_venv "$WORK/venv-debug"
 CB3_HPY_ABI=hybrid "$WORK/venv-debug/bin/pip" install --quiet --no-build-isolation .

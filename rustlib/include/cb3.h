@@ -110,6 +110,26 @@ typedef enum cb3_result {
 } cb3_result;
 
 /**
+ * Which crate call `cb3_bench_reference` times.
+ */
+typedef enum cb3_bench_mode {
+  /**
+   * `ChaCha20Blake3::encrypt`: allocates and returns `ciphertext || tag`,
+   * like cb3's `encrypt`.
+   */
+  CB3_BENCH_MODE_ENCRYPT = 0,
+  /**
+   * `ChaCha20Blake3::encrypt_in_place_detached` on a preallocated buffer,
+   * like cb3's `encrypt_in_place`.
+   */
+  CB3_BENCH_MODE_ENCRYPT_IN_PLACE = 1,
+  /**
+   * `ChaCha20Blake3::decrypt`: verifies and returns a new plaintext.
+   */
+  CB3_BENCH_MODE_DECRYPT = 2,
+} cb3_bench_mode;
+
+/**
  * A ChaCha20-BLAKE3 key. Opaque to C; create with `cb3_aead_new`, release
  * with `cb3_aead_free`. Immutable after creation, so one `cb3_aead` may be
  * used from many threads at once. The key bytes are wiped when it is freed.
@@ -249,6 +269,18 @@ enum cb3_result cb3_aead_decrypt_in_place(const struct cb3_aead *aead,
                                           size_t tag_len,
                                           const uint8_t *aad,
                                           size_t aad_len);
+
+/**
+ * Runs `iterations` calls of the crate operation `mode` on a
+ * `message_len`-byte message (no associated data) and stores the elapsed
+ * wall time in nanoseconds in `*elapsed_ns_out`. Allocates its buffers
+ * before timing. `elapsed_ns_out` must not be NULL; `iterations` must be
+ * at least 1 (`CB3_RESULT_INVALID_ARGUMENT`).
+ */
+enum cb3_result cb3_bench_reference(enum cb3_bench_mode mode,
+                                    size_t message_len,
+                                    uint64_t iterations,
+                                    uint64_t *elapsed_ns_out);
 
 /**
  * A static, NUL-terminated description of `result`. Never NULL.

@@ -8,6 +8,7 @@
 #![allow(unsafe_op_in_unsafe_fn)]
 
 pub mod aead;
+pub mod bench;
 pub mod buffers;
 pub mod errors;
 pub mod info;

@@ -1,0 +1,261 @@
+"""`python -m cb3 bench`: cb3 against what a user would pick instead, measured
+side by side in one process.
+
+Every case is timed in interleaved rounds (round 1 of every case and size,
+then round 2, ...) and the median per-call time is kept, so a burst of noise
+on a shared machine hits all cases alike. Peers that are not installed are
+skipped. The raw-Rust column times the `chacha20-blake3` crate itself through
+`cb3._cb3.bench_reference`, in the same process.
+
+    python -m cb3 bench [--quick] [--sizes 64,1024,...] [--rounds N] [--json FILE]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import cb3
+from cb3 import _cb3
+
+DEFAULT_SIZES = [64, 256, 1024, 4096, 65536, 1 << 20, 16 << 20, 64 << 20]
+QUICK_SIZES = [64, 1024, 65536, 1 << 20]
+
+# A case builds, for one message size, a function that runs `n` calls and
+# returns the seconds they took.
+Timer = Callable[[int], float]
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable[[int], Timer]
+
+
+def _loop(call: Callable[[], object]) -> Timer:
+    def run(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            call()
+        return time.perf_counter() - start
+
+    return run
+
+
+def _cases() -> list[Case]:
+    key, nonce = os.urandom(32), os.urandom(24)
+    cipher = cb3.ChaCha20Blake3(key)
+
+    def cb3_encrypt(size: int) -> Timer:
+        data = os.urandom(size)
+        return _loop(lambda: cipher.encrypt(nonce, data))
+
+    def cb3_decrypt(size: int) -> Timer:
+        sealed = cipher.encrypt(nonce, os.urandom(size))
+        return _loop(lambda: cipher.decrypt(nonce, sealed))
+
+    def cb3_encrypt_into(size: int) -> Timer:
+        data, out = os.urandom(size), bytearray(size + 32)
+        return _loop(lambda: cipher.encrypt_into(nonce, data, None, out))
+
+    def cb3_in_place(size: int) -> Timer:
+        buf = bytearray(size)
+        return _loop(lambda: cipher.encrypt_in_place(nonce, buf))
+
+    def cb3_stream(size: int) -> Timer:
+        stream, data = cb3.Stream(key, nonce), os.urandom(size)
+        return _loop(lambda: stream.encrypt(data))
+
+    def crate(mode: int) -> Callable[[int], Timer]:
+        return lambda size: lambda n: _cb3.bench_reference(mode, size, n)
+
+    cases = [
+        Case("cb3 encrypt", cb3_encrypt),
+        Case("cb3 decrypt", cb3_decrypt),
+        Case("cb3 encrypt_into", cb3_encrypt_into),
+        Case("cb3 encrypt_in_place", cb3_in_place),
+        Case("cb3 Stream.encrypt", cb3_stream),
+        Case("raw crate encrypt", crate(0)),
+        Case("raw crate encrypt_in_place", crate(1)),
+    ]
+    cases += _peer_cases()
+    return cases
+
+
+def _peer_cases() -> list[Case]:
+    cases: list[Case] = []
+    key, nonce12, nonce24 = os.urandom(32), os.urandom(12), os.urandom(24)
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+    except ImportError:
+        pass
+    else:
+        for label, aead in (("ChaCha20Poly1305", ChaCha20Poly1305(key)), ("AESGCM-256", AESGCM(key))):
+
+            def allocating(size: int, aead: object = aead) -> Timer:
+                data = os.urandom(size)
+                return _loop(lambda: aead.encrypt(nonce12, data, None))  # type: ignore[attr-defined]
+
+            def into(size: int, aead: object = aead) -> Timer:
+                data, out = os.urandom(size), bytearray(size + 16)
+                return _loop(lambda: aead.encrypt_into(nonce12, data, None, out))  # type: ignore[attr-defined]
+
+            cases.append(Case(f"cryptography {label}", allocating))
+            if hasattr(aead, "encrypt_into"):
+                cases.append(Case(f"cryptography {label} encrypt_into", into))
+    try:
+        from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_encrypt as nacl_encrypt
+    except ImportError:
+        pass
+    else:
+
+        def nacl(size: int) -> Timer:
+            data = os.urandom(size)
+            return _loop(lambda: nacl_encrypt(data, None, nonce24, key))
+
+        cases.append(Case("PyNaCl XChaCha20-Poly1305", nacl))
+    try:
+        from Crypto.Cipher import ChaCha20_Poly1305
+    except ImportError:
+        pass
+    else:
+
+        def pycryptodome(size: int) -> Timer:
+            data = os.urandom(size)
+            return _loop(lambda: ChaCha20_Poly1305.new(key=key, nonce=nonce24).encrypt_and_digest(data))
+
+        cases.append(Case("pycryptodome XChaCha20-Poly1305", pycryptodome))
+    try:
+        import blake3 as blake3_py
+    except ImportError:
+        pass
+    else:
+
+        def b3(size: int) -> Timer:
+            data = os.urandom(size)
+            return _loop(lambda: blake3_py.blake3(data, key=key).digest())
+
+        cases.append(Case("blake3-py keyed hash", b3))
+
+    def blake2b(size: int) -> Timer:
+        data = os.urandom(size)
+        return _loop(lambda: hashlib.blake2b(data, key=key).digest())
+
+    cases.append(Case("hashlib blake2b keyed", blake2b))
+    return cases
+
+
+def _calibrate(timer: Timer, budget: float) -> int:
+    """A call count whose loop takes about `budget` seconds."""
+    n = 1
+    while True:
+        elapsed = timer(n)
+        if elapsed >= budget / 10 or n >= 1 << 24:
+            return max(1, int(n * budget / max(elapsed, 1e-9)))
+        n *= 10
+
+
+@dataclass
+class Result:
+    case: str
+    size: int
+    seconds: float  # median seconds per call
+    samples: list[float]
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.size / self.seconds / 1e6
+
+
+def measure(sizes: list[int], rounds: int, budget: float, only: Optional[list[str]] = None) -> list[Result]:
+    cases = [case for case in _cases() if not only or any(word in case.name for word in only)]
+    timers = {(case.name, size): case.make(size) for case in cases for size in sizes}
+    counts = {key: _calibrate(timer, budget) for key, timer in timers.items()}
+    samples: dict[tuple[str, int], list[float]] = {key: [] for key in timers}
+    for _ in range(rounds):
+        for key, timer in timers.items():
+            samples[key].append(timer(counts[key]) / counts[key])
+    return [Result(name, size, statistics.median(values), values) for (name, size), values in samples.items()]
+
+
+def _human(size: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def report(results: list[Result]) -> str:
+    by_key = {(r.case, r.size): r for r in results}
+    sizes = sorted({r.size for r in results})
+    names = list(dict.fromkeys(r.case for r in results))
+    lines = [
+        f"cb3 {cb3.__version__}, {platform.python_implementation()} {platform.python_version()}, "
+        f"HPy ABI {cb3.HPY_ABI}, SIMD {cb3.simd_backend()}, CPU {_cpu()} ({os.cpu_count()} cores)",
+        "medians of interleaved rounds; ns per call and MB/s (10^6 B/s); ratio = cb3 encrypt time / case time",
+        "",
+    ]
+    for size in sizes:
+        ours = by_key.get(("cb3 encrypt", size))
+        lines.append(f"{_human(size)}:")
+        for name in names:
+            result = by_key.get((name, size))
+            if result is None:
+                continue
+            ratio = f"{ours.seconds / result.seconds:6.2f}" if ours else "     -"
+            lines.append(f"  {name:44} {result.seconds * 1e9:14.0f} ns {result.mb_per_s:10.0f} MB/s  ratio {ratio}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cb3 bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few sizes, short loops (a smoke run)")
+    parser.add_argument("--sizes", help="comma-separated message sizes in bytes")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds per case (default 5; quick: 2)")
+    parser.add_argument("--only", help="comma-separated words: run only cases whose name contains one")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    rounds = args.rounds or (2 if args.quick else 5)
+    budget = 0.005 if args.quick else 0.1
+    results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None)
+    print(report(results))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(
+                {
+                    "cb3": cb3.__version__,
+                    "python": f"{platform.python_implementation()} {platform.python_version()}",
+                    "hpy_abi": cb3.HPY_ABI,
+                    "simd": cb3.simd_backend(),
+                    "cpu": _cpu(),
+                    "results": [
+                        {"case": r.case, "size": r.size, "seconds_median": r.seconds, "samples": r.samples}
+                        for r in results
+                    ],
+                },
+                out,
+                indent=1,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
