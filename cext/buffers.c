@@ -26,6 +26,17 @@ static const char *type_name(PyObject *obj)
     return Py_TYPE(obj)->tp_name;
 }
 
+/* True for the struct-module formats of one byte: "B", "b" or "c", with or
+ * without a byte-order prefix (ctypes exports "<B", "<b", "<c"). */
+static int is_byte_format(const char *format)
+{
+    if (format == NULL)
+        return 1;
+    if (*format == '@' || *format == '=' || *format == '<' || *format == '>' || *format == '!')
+        format++;
+    return strcmp(format, "B") == 0 || strcmp(format, "b") == 0 || strcmp(format, "c") == 0;
+}
+
 int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
 {
     out->ptr = NULL;
@@ -64,8 +75,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         goto done;
     }
     const char *format = out->view.format;
-    if (out->view.itemsize != 1 ||
-        (format != NULL && strcmp(format, "B") != 0 && strcmp(format, "b") != 0 && strcmp(format, "c") != 0)) {
+    if (out->view.itemsize != 1 || !is_byte_format(format)) {
         PyBuffer_Release(&out->view);
         cb3_raisef(ctx, ctx->h_BufferError, "%s must be a buffer of bytes (item size 1), not format '%s'", name,
                    format ? format : "?");

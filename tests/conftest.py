@@ -1,0 +1,39 @@
+"""Shared fixtures for cb3's test suite.
+
+tests/ is not a package: pytest puts this directory on sys.path, so the test
+modules import helpers.py and the independent implementation in reference.py
+directly.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import cb3
+
+# Tests never time anything: no hypothesis deadline. Derandomized so that a
+# failure reproduces on the next run.
+settings.register_profile(
+    "cb3",
+    deadline=None,
+    derandomize=True,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("cb3")
+
+
+@pytest.fixture
+def key() -> bytes:
+    return bytes(range(1, 33))
+
+
+@pytest.fixture
+def nonce() -> bytes:
+    return bytes(range(100, 124))
+
+
+@pytest.fixture
+def cipher(key: bytes) -> cb3.ChaCha20Blake3:
+    return cb3.ChaCha20Blake3(key)

@@ -1,0 +1,102 @@
+"""Helpers shared by the test modules (buffer kinds, sentinels, seeded data)."""
+
+from __future__ import annotations
+
+import array
+import mmap
+import random
+from typing import Any, Callable
+
+import numpy as np
+
+KEY_SIZE = 32
+NONCE_SIZE = 24
+TAG_SIZE = 32
+
+
+def seeded(seed: int) -> random.Random:
+    return random.Random(seed)
+
+
+_PATTERN = bytes((i * 151 + 89) & 0xFF for i in range(256))
+
+
+def sentinel(n: int) -> bytes:
+    """A recognisable, non-constant pattern to pre-fill output buffers with
+    (period 256: every byte value, none of them in order)."""
+    return (_PATTERN * (n // 256 + 1))[:n]
+
+
+def sentinel_buf(n: int) -> bytearray:
+    return bytearray(sentinel(n))
+
+
+# ---- buffer kinds -------------------------------------------------------
+
+def _mmap_of(data: bytes) -> Any:
+    m = mmap.mmap(-1, max(len(data), 1))
+    m[: len(data)] = data
+    if len(data) == 0:
+        # mmap cannot be empty; an empty memoryview slice of one still
+        # exercises an mmap-backed export.
+        return memoryview(m)[:0]
+    return m
+
+
+def _padded_view(data: bytes) -> memoryview:
+    return memoryview(b"\xaa\xbb\xcc" + data + b"\xdd\xee")[3 : 3 + len(data)]
+
+
+def _numpy_2d(data: bytes) -> np.ndarray[Any, Any]:
+    arr = np.frombuffer(data, dtype=np.uint8).copy()
+    if len(data) % 4 == 0 and len(data) > 0:
+        return arr.reshape(4, len(data) // 4)
+    return arr.reshape(1, len(data))
+
+
+#: Every kind of object cb3 must accept as an input byte buffer.
+READ_KINDS: dict[str, Callable[[bytes], Any]] = {
+    "bytes": bytes,
+    "bytearray": bytearray,
+    "memoryview-bytes": lambda d: memoryview(d),
+    "memoryview-bytearray": lambda d: memoryview(bytearray(d)),
+    "memoryview-slice": _padded_view,
+    "memoryview-cast-c": lambda d: memoryview(bytearray(d)).cast("c"),
+    "mmap": _mmap_of,
+    "array-B": lambda d: array.array("B", d),
+    "array-b": lambda d: array.array("b", d),
+    "numpy-uint8": lambda d: np.frombuffer(d, dtype=np.uint8).copy(),
+    "numpy-int8": lambda d: np.frombuffer(d, dtype=np.int8).copy(),
+    "numpy-readonly": lambda d: np.frombuffer(d, dtype=np.uint8),
+    "numpy-2d": _numpy_2d,
+}
+
+
+def _writable_mmap(data: bytes) -> Any:
+    m = mmap.mmap(-1, max(len(data), 1))
+    m[: len(data)] = data
+    return m if data else memoryview(m)[:0]
+
+
+def _writable_padded_view(data: bytes) -> memoryview:
+    backing = bytearray(b"\x01\x02\x03" + data + b"\x04\x05")
+    return memoryview(backing)[3 : 3 + len(data)]
+
+
+#: Every kind of writable object cb3 must accept as `buf`. Each returns the
+#: object; read it back with `as_bytes`.
+WRITE_KINDS: dict[str, Callable[[bytes], Any]] = {
+    "bytearray": bytearray,
+    "memoryview-bytearray": lambda d: memoryview(bytearray(d)),
+    "memoryview-slice": _writable_padded_view,
+    "mmap": _writable_mmap,
+    "array-B": lambda d: array.array("B", d),
+    "numpy-uint8": lambda d: np.frombuffer(d, dtype=np.uint8).copy(),
+    "numpy-2d": _numpy_2d,
+}
+
+
+def as_bytes(obj: Any) -> bytes:
+    if isinstance(obj, mmap.mmap):
+        return obj[:]
+    return memoryview(obj).tobytes()

@@ -1,0 +1,242 @@
+"""No reference or memory leaks: RSS and tracemalloc stay flat over many
+mixed calls (successes, failures, exceptions, every method, Stream), and
+calls leave the reference counts of their arguments unchanged."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tracemalloc
+from typing import Any, Callable
+
+import numpy as np
+import psutil
+
+import cb3
+
+KEY = bytes(range(60, 92))
+NONCE = bytes(range(10, 34))
+AAD = b"leak-check header"
+
+
+def _mixed_operations() -> list[Callable[[], Any]]:
+    """A fixed set of calls: successes and every kind of failure."""
+    c = cb3.ChaCha20Blake3(KEY)
+    small = bytes(range(100))
+    big = bytes(5000)  # above the GIL threshold
+    sealed_small = c.encrypt(NONCE, small, AAD)
+    sealed_big = c.encrypt(NONCE, big, AAD)
+    bad = sealed_small[:-1] + bytes([sealed_small[-1] ^ 1])
+    ct, tag = sealed_small[:-32], sealed_small[-32:]
+    out_small = bytearray(len(small) + 32)
+    out_plain = bytearray(len(small))
+    in_place = bytearray(small)
+    arr = np.zeros(len(big) + 32, dtype=np.uint8)
+    view = memoryview(bytearray(sealed_big))
+
+    def expect(exc: type[BaseException], fn: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except exc:
+                return
+            raise AssertionError("no exception")  # pragma: no cover
+
+        return run
+
+    def stream_round() -> None:
+        s = cb3.Stream(KEY, NONCE)
+        r = cb3.Stream(KEY, NONCE, message_index=0)
+        m = s.encrypt(small, AAD)
+        try:
+            r.decrypt(bad, AAD)
+        except cb3.DecryptionError:
+            pass
+        r.decrypt(m, AAD)
+
+    def in_place_round() -> None:
+        t = c.encrypt_in_place(NONCE, in_place, AAD)
+        c.decrypt_in_place(NONCE, in_place, t, AAD)
+
+    def exhausted() -> None:
+        s = cb3.Stream(KEY, NONCE, message_index=2**64 - 2)
+        s.encrypt(b"")
+        try:
+            s.encrypt(small)
+        except OverflowError:
+            pass
+
+    return [
+        lambda: c.encrypt(NONCE, small, AAD),
+        lambda: c.encrypt(NONCE, big),
+        lambda: c.decrypt(NONCE, sealed_small, AAD),
+        lambda: c.decrypt(NONCE, view, AAD),
+        expect(cb3.DecryptionError, lambda: c.decrypt(NONCE, bad, AAD)),
+        expect(cb3.DecryptionError, lambda: c.decrypt(NONCE, b"short")),
+        lambda: c.encrypt_detached(NONCE, small, AAD),
+        lambda: c.decrypt_detached(NONCE, ct, tag, AAD),
+        expect(cb3.DecryptionError, lambda: c.decrypt_detached(NONCE, ct, bytes(32), AAD)),
+        lambda: c.encrypt_into(NONCE, small, AAD, out_small),
+        lambda: c.decrypt_into(NONCE, sealed_small, AAD, out_plain),
+        expect(cb3.DecryptionError, lambda: c.decrypt_into(NONCE, bad, AAD, out_plain)),
+        lambda: c.encrypt_into(NONCE, big, None, arr),
+        in_place_round,
+        expect(cb3.DecryptionError, lambda: c.decrypt_in_place(NONCE, bytearray(ct), bytes(32), AAD)),
+        expect(ValueError, lambda: c.encrypt(NONCE[:-1], small)),
+        expect(ValueError, lambda: c.decrypt_detached(NONCE, ct, tag[:-1])),
+        expect(ValueError, lambda: c.encrypt_into(NONCE, small, AAD, out_plain)),
+        expect(ValueError, lambda: c.encrypt_into(NONCE, memoryview(out_small)[1:101], AAD, out_small)),
+        expect(TypeError, lambda: c.encrypt(NONCE, "text")),
+        expect(TypeError, lambda: c.encrypt(NONCE, small, associated_date=AAD)),
+        expect(TypeError, lambda: c.encrypt(NONCE, small, AAD, nonce=NONCE)),
+        expect(TypeError, lambda: c.encrypt_in_place(NONCE, small)),
+        expect(BufferError, lambda: c.encrypt(NONCE, memoryview(small)[::2])),
+        expect(BufferError, lambda: c.encrypt(NONCE, np.zeros(4, dtype=np.int32))),
+        lambda: cb3.ChaCha20Blake3(KEY),
+        lambda: cb3.ChaCha20Blake3(key=bytearray(KEY)),
+        expect(ValueError, lambda: cb3.ChaCha20Blake3(KEY[:5])),
+        expect(TypeError, lambda: cb3.ChaCha20Blake3(KEY, key=KEY)),
+        expect(TypeError, lambda: cb3.Stream(KEY, NONCE, message_index="0")),
+        expect(ValueError, lambda: cb3.Stream(KEY, NONCE, message_index=-1)),
+        expect(TypeError, lambda: cb3.Stream(KEY, NONCE, bogus=1)),
+        stream_round,
+        exhausted,
+    ]
+
+
+def _run(ops: list[Callable[[], Any]], total: int) -> None:
+    n = len(ops)
+    for i in range(total):
+        ops[i % n]()
+
+
+def _rss() -> int:
+    return int(psutil.Process().memory_info().rss)
+
+
+def test_rss_stable_over_200k_calls() -> None:
+    ops = _mixed_operations()
+    _run(ops, 30_000)  # warm-up: allocator pools, caches, freelists
+    gc.collect()
+    before = _rss()
+    _run(ops, 200_000)
+    gc.collect()
+    growth = _rss() - before
+    # Flat in practice (0 bytes); a leak of even 3 bytes per call would add
+    # more than this bound.
+    assert growth < 512 * 1024, f"RSS grew by {growth} bytes"
+
+
+def test_tracemalloc_stable() -> None:
+    ops = _mixed_operations()
+    _run(ops, 5_000)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        _run(ops, 2_000)
+        gc.collect()
+        first = tracemalloc.take_snapshot()
+        _run(ops, 1_000 * len(ops))  # every operation 1,000 times
+        gc.collect()
+        second = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    filters = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    diff = second.filter_traces(filters).compare_to(first.filter_traces(filters), "lineno")
+    growth = sum(stat.size_diff for stat in diff)
+    count = sum(stat.count_diff for stat in diff)
+    # Flat in practice (0 blocks); one object leaked by any single operation
+    # would add about 1,000 blocks.
+    assert growth < 16 * 1024, [str(s) for s in diff[:5]]
+    assert count < 200, [str(s) for s in diff[:5]]
+
+
+def test_argument_refcounts_unchanged() -> None:
+    key = bytes(range(32))
+    nonce = bytes(range(24))
+    data_bytes = b"some plaintext" * 200
+    data_ba = bytearray(data_bytes)
+    data_mv = memoryview(data_ba)
+    aad = b"associated" * 3
+    c = cb3.ChaCha20Blake3(key)
+    sealed = c.encrypt(nonce, data_bytes, aad)
+    ct, tag = sealed[:-32], sealed[-32:]
+    bad_tag = bytes(32)
+    out = bytearray(len(data_bytes) + 32)
+    plain_out = bytearray(len(data_bytes))
+    in_place = bytearray(data_bytes)
+    stream_key = bytearray(key)
+    text = "not bytes"
+    index = 12345678901234
+    objects = [key, nonce, data_bytes, data_ba, data_mv, aad, sealed, ct, tag, bad_tag, out, plain_out,
+               in_place, stream_key, text, index, c, cb3.DecryptionError]
+    # Interned keyword names and None must not leak either.
+    names = ["nonce", "data", "associated_data", "buf", "tag", "key", "message_index"]
+
+    def work() -> None:
+        for _ in range(300):
+            c.encrypt(nonce, data_bytes, aad)
+            c.encrypt(nonce=nonce, data=data_ba, associated_data=aad)
+            c.encrypt(nonce, data_mv, associated_data=None)
+            c.decrypt(nonce, sealed, aad)
+            c.encrypt_detached(nonce, data_ba, aad)
+            c.decrypt_detached(nonce=nonce, data=ct, tag=tag, associated_data=aad)
+            c.encrypt_into(nonce, data_mv, aad, out)
+            c.decrypt_into(nonce=nonce, data=sealed, associated_data=aad, buf=plain_out)
+            t = c.encrypt_in_place(nonce, in_place, aad)
+            c.decrypt_in_place(nonce, in_place, t, aad)
+            for call, exc in (
+                (lambda: c.decrypt_detached(nonce, ct, bad_tag, aad), cb3.DecryptionError),
+                (lambda: c.decrypt_in_place(nonce, in_place, bad_tag, aad), cb3.DecryptionError),
+                (lambda: c.decrypt_into(nonce, sealed, None, plain_out), cb3.DecryptionError),
+                (lambda: c.encrypt(nonce, text), TypeError),
+                (lambda: c.encrypt(text, data_bytes), TypeError),
+                (lambda: c.encrypt(nonce, data_bytes, aad, nonce=nonce), TypeError),
+                (lambda: c.encrypt(nonce, data_bytes, associated_date=aad), TypeError),
+                (lambda: c.encrypt_into(nonce, data_bytes, aad, plain_out), ValueError),
+                (lambda: cb3.ChaCha20Blake3(key, key=key), TypeError),
+                (lambda: cb3.ChaCha20Blake3(nonce), ValueError),
+                (lambda: cb3.Stream(key=key, nonce=nonce, message_index=text), TypeError),
+                (lambda: cb3.Stream(key, nonce, message_index=-index), ValueError),
+            ):
+                try:
+                    call()
+                except exc:
+                    pass
+            s = cb3.Stream(key=stream_key, nonce=nonce, message_index=index)
+            s.encrypt(data_bytes, aad)
+            r = cb3.Stream(stream_key, nonce, message_index=index)
+            try:
+                r.decrypt(sealed, aad)
+            except cb3.DecryptionError:
+                pass
+            cb3.ChaCha20Blake3(key=key)
+
+    work()  # warm-up
+    gc.collect()
+    before = [sys.getrefcount(o) for o in objects]
+    before_names = [sys.getrefcount(n) for n in names]
+    before_none = sys.getrefcount(None)
+    work()
+    gc.collect()
+    after = [sys.getrefcount(o) for o in objects]
+    after_names = [sys.getrefcount(n) for n in names]
+    assert after == before
+    assert after_names == before_names
+    # None's count moves with unrelated interpreter activity; a leak of one
+    # reference per call would add thousands.
+    assert abs(sys.getrefcount(None) - before_none) < 500
+
+
+def test_objects_freed() -> None:
+    """Ciphers and streams are freed, and their Rust state with them."""
+    gc.collect()
+    before_objs = len(gc.get_objects())
+    _run([lambda: cb3.ChaCha20Blake3(KEY).encrypt(NONCE, b"x"), lambda: cb3.Stream(KEY, NONCE).encrypt(b"y")], 20_000)
+    gc.collect()
+    before = _rss()
+    _run([lambda: cb3.ChaCha20Blake3(KEY).encrypt(NONCE, b"x"), lambda: cb3.Stream(KEY, NONCE).encrypt(b"y")], 100_000)
+    gc.collect()
+    assert len(gc.get_objects()) - before_objs < 100
+    # 50,000 leaked Rust boxes of >= 32 bytes would be well over 1.5 MB.
+    assert _rss() - before < 1024 * 1024

@@ -1,0 +1,67 @@
+"""The stubs and the typed examples: the examples run correctly, and
+`mypy --strict cb3/_cb3.pyi tests/typing_examples.py` passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cb3
+import typing_examples
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_typing_examples_run() -> None:
+    result = typing_examples.main()
+    assert result["constants"] == (32, 24, 32, 2048, cb3.HPY_ABI, cb3.simd_backend(), cb3.__version__)
+    assert result["errors"] == [
+        "DecryptionError",
+        "decryption failed",
+        "errors module",
+        "key must be 32 bytes, got 31",
+    ]
+    assert result["index"] == 2
+
+
+def test_stub_lists_every_public_name() -> None:
+    stub = (ROOT / "cb3" / "_cb3.pyi").read_text()
+    import cb3._cb3 as ext
+
+    for name in dir(ext):
+        if name.startswith("_"):
+            continue
+        assert f"{name}" in stub, name
+    for cls, methods in (
+        (cb3.ChaCha20Blake3, ["encrypt", "decrypt", "encrypt_detached", "decrypt_detached",
+                              "encrypt_into", "decrypt_into", "encrypt_in_place", "decrypt_in_place"]),
+        (cb3.Stream, ["encrypt", "decrypt", "message_index"]),
+    ):
+        for m in methods:
+            assert hasattr(cls, m)
+            assert f"def {m}(" in stub
+
+
+def test_mypy_strict(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env.pop("MYPYPATH", None)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--cache-dir",
+            str(tmp_path / "mypy-cache"),
+            "cb3/_cb3.pyi",
+            "tests/typing_examples.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Success: no issues found in 2 source files" in proc.stdout
