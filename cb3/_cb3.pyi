@@ -1,5 +1,5 @@
 # Type stubs for the HPy extension cb3._cb3 (cext/). Checked by mypy --strict.
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from typing_extensions import Buffer
 
@@ -16,8 +16,10 @@ class ChaCha20Blake3:
     KEY_SIZE: ClassVar[int]
     NONCE_SIZE: ClassVar[int]
     TAG_SIZE: ClassVar[int]
-    generate_key: ClassVar[Callable[[], bytes]]
-    generate_nonce: ClassVar[Callable[[], bytes]]
+    @staticmethod
+    def generate_key() -> bytes: ...
+    @staticmethod
+    def generate_nonce() -> bytes: ...
     def __init__(self, key: Buffer) -> None: ...
     def encrypt(self, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None) -> bytes: ...
     def decrypt(self, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None) -> bytes: ...
