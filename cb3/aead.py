@@ -25,11 +25,16 @@ def generate_nonce() -> bytes:
     return os.urandom(NONCE_SIZE)
 
 
-ChaCha20Blake3.KEY_SIZE = KEY_SIZE
-ChaCha20Blake3.NONCE_SIZE = NONCE_SIZE
-ChaCha20Blake3.TAG_SIZE = TAG_SIZE
-ChaCha20Blake3.generate_key = staticmethod(generate_key)
-ChaCha20Blake3.generate_nonce = staticmethod(generate_nonce)
+# Class-level conveniences, as pyca/cryptography's AEADs have them
+# (declared in _cb3.pyi).
+for _name, _value in {
+    "KEY_SIZE": KEY_SIZE,
+    "NONCE_SIZE": NONCE_SIZE,
+    "TAG_SIZE": TAG_SIZE,
+    "generate_key": staticmethod(generate_key),
+    "generate_nonce": staticmethod(generate_nonce),
+}.items():
+    setattr(ChaCha20Blake3, _name, _value)
 
 #: Short alias.
 Cipher = ChaCha20Blake3
