@@ -54,10 +54,10 @@ step "mypy --strict (stubs and typed examples)"
 
 step "asv: benchmark suite imports and runs (quick smoke run, no timing checks)"
 "$WORK/venv/bin/pip" install --quiet asv==0.6.6
-"$WORK/venv/bin/asv" machine --yes --machine cb3-ci >/dev/null
-(cd "$WORK" && "$WORK/venv/bin/asv" --config "$ROOT/asv_benchmarks/asv.conf.json" check --python=same)
-(cd "$WORK" && "$WORK/venv/bin/asv" --config "$ROOT/asv_benchmarks/asv.conf.json" run --python=same --quick \
-    --machine cb3-ci -b 'AEAD.time_encrypt$')
+ASV=("$WORK/venv/bin/asv" --config "$ROOT/asv_benchmarks/asv.conf.json")
+(cd "$WORK" && "${ASV[@]}" machine --yes --machine cb3-ci >/dev/null)
+(cd "$WORK" && "${ASV[@]}" check --python=same)
+(cd "$WORK" && "${ASV[@]}" run --python=same --quick --machine cb3-ci -b 'AEAD.time_encrypt')
 
 step "python -m cb3 bench --quick"
 (cd "$WORK" && "$WORK/venv/bin/python" -P -m cb3 bench --quick --sizes 64,65536 --json "$WORK/bench.json")
