@@ -251,9 +251,11 @@ enum cb3_result cb3_aead_decrypt_in_place(const struct cb3_aead *aead,
                                           size_t aad_len);
 
 /**
- * A static, NUL-terminated description of `result`. Never NULL.
+ * A static, NUL-terminated English description of `result`, a
+ * `cb3_result` value. Any other integer gives "unknown cb3_result code".
+ * Never NULL; the caller must not free or modify it.
  */
-const char *cb3_result_message(enum cb3_result result);
+const char *cb3_result_message(unsigned int result);
 
 /**
  * The library version, e.g. "0.1.0" (static, NUL-terminated).

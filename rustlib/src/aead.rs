@@ -91,7 +91,7 @@ pub enum Source<'a> {
 /// `*_in_place_detached` (its scalar ChaCha path has the lowest fixed cost);
 /// longer ones through the pipeline below (AVX-512/AVX2 ChaCha, no extra pass).
 /// Both give identical bytes; `tests/abi.rs` checks every length around it.
-pub const SMALL_MESSAGE: usize = 512;
+pub(crate) const SMALL_MESSAGE: usize = 512;
 
 fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
     ChaCha20Blake3::new(*key)

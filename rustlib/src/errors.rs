@@ -42,6 +42,27 @@ pub enum cb3_result {
 }
 
 impl cb3_result {
+    /// The code with this numeric value, if there is one. C can pass any
+    /// integer where a `cb3_result` is expected, and a Rust enum holding an
+    /// undeclared value is undefined behaviour, so values from C arrive as
+    /// integers and are converted here.
+    pub fn from_code(code: u32) -> Option<Self> {
+        const ALL: [cb3_result; 11] = [
+            cb3_result::Ok,
+            cb3_result::NullParameter,
+            cb3_result::InvalidKeyLength,
+            cb3_result::InvalidNonceLength,
+            cb3_result::InvalidTagLength,
+            cb3_result::InsufficientSize,
+            cb3_result::OverlappingBuffers,
+            cb3_result::DecryptionFailed,
+            cb3_result::StreamExhausted,
+            cb3_result::InvalidArgument,
+            cb3_result::Panic,
+        ];
+        ALL.into_iter().find(|result| *result as u32 == code)
+    }
+
     /// Human-readable text for the code (static, NUL-terminated).
     pub fn message(self) -> &'static std::ffi::CStr {
         match self {
@@ -62,10 +83,15 @@ impl cb3_result {
     }
 }
 
-/// A static, NUL-terminated description of `result`. Never NULL.
+/// A static, NUL-terminated English description of `result`, a
+/// `cb3_result` value. Any other integer gives "unknown cb3_result code".
+/// Never NULL; the caller must not free or modify it.
 #[no_mangle]
-pub extern "C" fn cb3_result_message(result: cb3_result) -> *const std::ffi::c_char {
-    result.message().as_ptr()
+pub extern "C" fn cb3_result_message(result: std::ffi::c_uint) -> *const std::ffi::c_char {
+    match cb3_result::from_code(result) {
+        Some(result) => result.message().as_ptr(),
+        None => c"unknown cb3_result code".as_ptr(),
+    }
 }
 
 pub type Cb3Result<T> = Result<T, cb3_result>;
