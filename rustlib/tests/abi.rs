@@ -197,6 +197,13 @@ fn argument_errors() {
     let mut out = [0u8; 4];
     let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 31].as_ptr(), 31, ptr::null(), 0, out.as_mut_ptr(), 4) };
     assert_eq!(r, cb3_result::InvalidTagLength);
+    // A fixed-size argument reports its own length error for any wrong
+    // length, however large.
+    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 32].as_ptr(), usize::MAX, ptr::null(), 0, out.as_mut_ptr(), 4) };
+    assert_eq!(r, cb3_result::InvalidTagLength);
+    let r = unsafe { cb3_aead_encrypt_in_place(aead.0, [0u8; 24].as_ptr(), usize::MAX, out.as_mut_ptr(), 4, ptr::null(), 0, [0u8; 32].as_mut_ptr(), 32) };
+    assert_eq!(r, cb3_result::InvalidNonceLength);
+    assert_eq!(aead.encrypt(&[0u8; 24][..0], b"x", b""), Err(cb3_result::InvalidNonceLength));
 }
 
 #[test]
