@@ -4,7 +4,9 @@ compiles the HPy extension (cext/) and links it in.
 setuptools-rust is not used: it always builds a cdylib, runs after the C
 extensions, and trips hpy's build_ext mixin, so it cannot link a staticlib
 into an HPy extension. A build_ext subclass that runs cargo first is all that
-is needed (see README, "Building from source").
+is needed (see README, "Building from source"). It also ships the C API in the
+package (cb3/include/cb3.h, cb3/lib/libcb3.a, cb3/lib/pkgconfig/cb3.pc; see
+docs/c-api.md).
 
 Environment:
   CB3_HPY_ABI   cpython (default on CPython: zero-copy buffers via the C API)
@@ -14,8 +16,10 @@ Environment:
 """
 
 import glob
+import importlib.util
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -69,7 +73,29 @@ class build_ext_rust(build_ext):
         for ext in self.extensions:
             ext.extra_objects = [staticlib if obj == STATICLIB_PLACEHOLDER else obj for obj in ext.extra_objects]
             ext.depends = [*ext.depends, staticlib]
+        inplace = self.inplace
         super().run()
+        self.install_capi(staticlib, inplace)
+
+    def install_capi(self, staticlib, inplace):
+        """Ships the C API in the package: cb3/include/cb3.h, cb3/lib/libcb3.a
+        and cb3/lib/pkgconfig/cb3.pc, in build_lib (so in the wheel) and, for
+        in-place builds (pip install -e), in the source tree too."""
+        pc = load_capi().pkgconfig_text(self.distribution.get_version())
+        sources = {"include/cb3.h": os.path.join(RUSTLIB, "include", "cb3.h"), "lib/libcb3.a": staticlib}
+        package_dirs = [os.path.join(self.build_lib, "cb3")] + ([os.path.join(HERE, "cb3")] if inplace else [])
+        for package_dir in package_dirs:
+            for relative in CAPI_FILES:
+                target = os.path.join(package_dir, relative)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if relative in sources:
+                    copy_capi_file(sources[relative], target, strip_debug=not self.debug)
+                else:
+                    with open(target, "w", encoding="utf-8") as f:
+                        f.write(pc)
+
+    def get_outputs(self):
+        return [*super().get_outputs(), *(os.path.join(self.build_lib, "cb3", relative) for relative in CAPI_FILES)]
 
     def build_rustlib(self):
         target_dir = os.path.join(os.path.abspath(self.build_temp), "cargo-target")
@@ -83,6 +109,32 @@ class build_ext_rust(build_ext):
         # cwd=rustlib so that rustlib/.cargo/config.toml applies.
         subprocess.check_call(command, cwd=RUSTLIB, env=env)
         return os.path.join(target_dir, profile, "libcb3.a")
+
+
+# The C API in the package (cb3/capi.py finds them; it also writes cb3.pc).
+CAPI_FILES = ("include/cb3.h", "lib/libcb3.a", "lib/pkgconfig/cb3.pc")
+
+
+def load_capi():
+    """cb3/capi.py, loaded by path: importing the cb3 package needs the
+    extension that is being built."""
+    spec = importlib.util.spec_from_file_location("_cb3_capi", os.path.join(HERE, "cb3", "capi.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def copy_capi_file(source, target, strip_debug):
+    """Copies atomically. A release libcb3.a loses its debug sections and the
+    LLVM bitcode that rustc embeds for LTO, which a C linker never reads
+    (22 MB -> 4 MB; code and symbols stay), when binutils' strip is there."""
+    temporary = f"{target}.tmp"
+    shutil.copyfile(source, temporary)
+    strip = shutil.which("strip")
+    if target.endswith(".a") and strip_debug and strip:
+        sections = ["--remove-section=.llvmbc", "--remove-section=.llvmcmd"]
+        subprocess.check_call([strip, "--strip-debug", *sections, temporary])
+    os.replace(temporary, target)
 
 
 def extension():

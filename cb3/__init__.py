@@ -11,6 +11,9 @@ from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, genera
 from .errors import DecryptionError, InvalidTag
 from .stream import Stream
 
+# The C API for other extensions: where cb3.h and libcb3.a are (cb3/capi.py).
+from .capi import get_include, get_libraries, get_library_dir, get_link_args
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -29,3 +32,5 @@ __all__ = [
     "simd_backend",
     "__version__",
 ]
+
+__all__ += ["get_include", "get_library_dir", "get_libraries", "get_link_args"]

@@ -1,19 +1,33 @@
 /*
  * cb3.h: the C API of cb3 (ChaCha20-BLAKE3, a committing AEAD).
+ * Reference: docs/c-api.md ("Using cb3 from C").
+ *
+ * Build: the header and the static library libcb3.a ship in the cb3 Python
+ * package (cb3.get_include(), cb3.get_library_dir()); a Rust static library
+ * also needs a few system libraries:
+ *   cc app.c $(python -m cb3 --cflags --libs)
+ *   PKG_CONFIG_PATH=$(python -m cb3 --pkgconfigdir) pkg-config --cflags --libs cb3
  *
  * Usage:
  *   cb3_aead *aead = NULL;
- *   if (cb3_aead_new(key, 32, &aead) != CB3_RESULT_OK) { ... }
+ *   cb3_result r = cb3_aead_new(key, CB3_KEY_SIZE, &aead);
+ *   if (r != CB3_RESULT_OK) { puts(cb3_result_message(r)); ... }
  *   size_t n;
- *   cb3_result r = cb3_aead_encrypt(aead, nonce, 24, msg, msg_len, aad, aad_len,
- *                                   out, msg_len + CB3_TAG_SIZE, &n);
+ *   r = cb3_aead_encrypt(aead, nonce, CB3_NONCE_SIZE, msg, msg_len, aad, aad_len,
+ *                        out, msg_len + CB3_TAG_SIZE, &n);
  *   ...
+ *   r = cb3_aead_decrypt(aead, nonce, CB3_NONCE_SIZE, out, n, aad, aad_len,
+ *                        msg, msg_len, &n);
+ *   (CB3_RESULT_DECRYPTION_FAILED if anything was changed)
  *   cb3_aead_free(aead);
  *
  * Rules for every function: inputs come before outputs; every buffer is
  * followed by its length; a pointer may be NULL only when its length is 0
  * (unless documented otherwise); outputs are written only when the function
- * returns CB3_RESULT_OK; no function allocates except the *_new functions.
+ * returns CB3_RESULT_OK, and an output may not overlap an input except
+ * where a function allows exact in-place operation; no pointer is kept
+ * after a call returns; no function allocates except the *_new functions,
+ * whose objects the matching *_free releases; returned strings are static.
  * cb3_aead objects are immutable and may be shared between threads;
  * cb3_stream objects lock internally and may be shared as well.
  */
@@ -28,24 +42,36 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * The version of cb3 this header belongs to: CB3_VERSION_MAJOR,
+ * CB3_VERSION_MINOR and CB3_VERSION_PATCH are the numbers of
+ * "MAJOR.MINOR.PATCH", equal to the Python package's cb3.__version__.
+ * cb3_version() gives the version of the library actually linked.
+ */
 #define CB3_VERSION_MAJOR 0
+/** The minor version of this header; see CB3_VERSION_MAJOR. */
 #define CB3_VERSION_MINOR 1
+/** The patch version of this header; see CB3_VERSION_MAJOR. */
 #define CB3_VERSION_PATCH 0
 
 
 /**
- * Key size of ChaCha20-BLAKE3 in bytes.
+ * Key size of ChaCha20-BLAKE3 in bytes: `key_len` must equal it.
  */
 #define CB3_KEY_SIZE 32
 
 /**
- * Nonce size of ChaCha20-BLAKE3 in bytes. Random nonces are safe (birthday
- * bound about 2^96 messages per key).
+ * Nonce size of ChaCha20-BLAKE3 in bytes: `nonce_len` must equal it.
+ * Random nonces are safe (a collision is expected only after about 2^96
+ * messages under one key).
  */
 #define CB3_NONCE_SIZE 24
 
 /**
- * Tag size of ChaCha20-BLAKE3 in bytes.
+ * Tag size of ChaCha20-BLAKE3 in bytes: a ciphertext is this much longer
+ * than its plaintext; input `tag_len` must equal it, output tag buffers must
+ * hold at least this much.
  */
 #define CB3_TAG_SIZE 32
 
@@ -53,8 +79,10 @@
  * What every fallible cb3 function returns.
  *
  * `CB3_RESULT_OK` is 0; the failures start at 3000 so that they can never be
- * mistaken for an errno value. When a function returns anything but
- * `CB3_RESULT_OK` it has written nothing to its outputs.
+ * mistaken for an errno value. When a function returns a failure other than
+ * `CB3_RESULT_PANIC` it has written nothing to its outputs. If several
+ * failures apply to one call, which of them is returned is unspecified.
+ * `cb3_result_message` describes any code.
  */
 typedef enum cb3_result {
   /**
@@ -62,8 +90,9 @@ typedef enum cb3_result {
    */
   CB3_RESULT_OK = 0,
   /**
-   * A required pointer was NULL (a NULL pointer is accepted only when its
-   * length is 0).
+   * A pointer that may not be NULL was NULL. Data buffers may be NULL
+   * only when their length is 0; objects, keys, nonces, tags, tag outputs
+   * and `*_new` result pointers never.
    */
   CB3_RESULT_NULL_PARAMETER = 3000,
   /**
@@ -89,8 +118,9 @@ typedef enum cb3_result {
    */
   CB3_RESULT_OVERLAPPING_BUFFERS = 3005,
   /**
-   * The tag does not match: wrong key, nonce, associated data, tag, or
-   * a modified ciphertext. Nothing was written.
+   * The tag does not match: wrong key, nonce, associated data or tag, a
+   * modified ciphertext, or a ciphertext shorter than `CB3_TAG_SIZE`.
+   * Nothing was written: no unverified plaintext is ever released.
    */
   CB3_RESULT_DECRYPTION_FAILED = 3006,
   /**
@@ -99,12 +129,15 @@ typedef enum cb3_result {
    */
   CB3_RESULT_STREAM_EXHAUSTED = 3007,
   /**
-   * An argument is out of its documented range.
+   * An argument is out of its documented range: a buffer length above
+   * `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`.
    */
   CB3_RESULT_INVALID_ARGUMENT = 3008,
   /**
-   * A bug: Rust code panicked. The panic was caught at the boundary and
-   * nothing was written.
+   * A bug in cb3: Rust code panicked. The panic was caught at the boundary
+   * (it never unwinds into C) and the object stays usable, but output
+   * buffers may hold partial results: treat them as garbage. Decryption
+   * still never writes unverified plaintext.
    */
   CB3_RESULT_PANIC = 3009,
 } cb3_result;
@@ -130,15 +163,24 @@ typedef enum cb3_bench_mode {
 } cb3_bench_mode;
 
 /**
- * A ChaCha20-BLAKE3 key. Opaque to C; create with `cb3_aead_new`, release
- * with `cb3_aead_free`. Immutable after creation, so one `cb3_aead` may be
- * used from many threads at once. The key bytes are wiped when it is freed.
+ * A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
+ *
+ * Opaque: create with `cb3_aead_new`, release with `cb3_aead_free` (which
+ * wipes the key). Immutable after creation, so one `cb3_aead` may be used
+ * by any number of threads at once without locking, as long as none of
+ * them frees it while others use it.
  */
 typedef struct cb3_aead cb3_aead;
 
 /**
- * A message stream. Opaque to C; create with `cb3_stream_new`, release with
- * `cb3_stream_free`. Safe to share between threads (calls are serialised).
+ * A sequence of ChaCha20-BLAKE3 messages under one key with counter nonces.
+ *
+ * Opaque: create with `cb3_stream_new`, release with `cb3_stream_free`
+ * (which wipes the key). Each call holds the stream's internal lock for the
+ * whole operation, so a stream may be shared between threads: two calls
+ * never use the same message index, and the order in which concurrent calls
+ * take indices is the order in which they get the lock. A stream must not
+ * be freed while another thread uses it.
  */
 typedef struct cb3_stream cb3_stream;
 
@@ -147,29 +189,58 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Creates a cipher from a 32-byte key and stores it in `*aead_out`.
+ * Creates a cipher object holding a copy of `key`.
  *
- * `key` must be non-NULL with `key_len == CB3_KEY_SIZE`, else
- * `CB3_RESULT_NULL_PARAMETER` / `CB3_RESULT_INVALID_KEY_LENGTH`. The key is
- * copied; the caller may wipe its own copy afterwards. On failure
- * `*aead_out` is not written.
+ * - `key`, `key_len`: the secret key, exactly `CB3_KEY_SIZE` (32) bytes.
+ *   Not NULL. It is copied: the caller may wipe its own copy afterwards.
+ * - `aead_out`: receives the new object. Not NULL. Release the object
+ *   with `cb3_aead_free`.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_NULL_PARAMETER`: `key` or `aead_out` is NULL.
+ * - `CB3_RESULT_INVALID_KEY_LENGTH`: `key_len != CB3_KEY_SIZE`.
+ *
+ * On failure `*aead_out` is not written and nothing is allocated.
  */
 enum cb3_result cb3_aead_new(const uint8_t *key, size_t key_len, struct cb3_aead **aead_out);
 
 /**
- * Wipes and frees a cipher made by `cb3_aead_new`. NULL is a no-op.
+ * Wipes the key and frees a cipher made by `cb3_aead_new`.
+ *
+ * `aead` may be NULL (then nothing happens). After this call `aead` must
+ * not be used again, by this thread or any other; freeing it while another
+ * thread is still inside a call with it is undefined behaviour.
  */
 void cb3_aead_free(struct cb3_aead *aead);
 
 /**
- * Encrypts `plaintext` and writes `ciphertext || tag` (`plaintext_len + 32`
- * bytes) to `out`, storing that count in `*out_n` (if `out_n` is not NULL).
+ * Encrypts `plaintext` and writes `ciphertext || tag` to `out`: exactly
+ * `plaintext_len + CB3_TAG_SIZE` bytes.
  *
- * `out_len` must be at least `plaintext_len + CB3_TAG_SIZE`, else
- * `CB3_RESULT_INSUFFICIENT_SIZE`. `out` may start exactly at `plaintext`
- * (in-place encryption, the buffer holding room for the tag); any other
- * overlap with an input is `CB3_RESULT_OVERLAPPING_BUFFERS`. `aad` may be
- * NULL when `aad_len` is 0. On failure nothing is written.
+ * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+ * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+ *   Never encrypt two messages under the same key and nonce; random
+ *   nonces are fine.
+ * - `plaintext`, `plaintext_len`: the message. NULL only if `plaintext_len`
+ *   is 0.
+ * - `aad`, `aad_len`: associated data, authenticated but not encrypted.
+ *   NULL only if `aad_len` is 0.
+ * - `out`, `out_len`: the output buffer, `out_len` at least
+ *   `plaintext_len + CB3_TAG_SIZE`. Not NULL (the tag is always written).
+ *   `out` may start exactly at `plaintext` (in-place encryption, the buffer
+ *   having room for the tag); any other overlap with `nonce`, `plaintext`
+ *   or `aad` is refused.
+ * - `out_n`: receives the number of bytes written. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+ *   exactly in place.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written: `out` and `*out_n` are left as they were.
  */
 enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
                                  const uint8_t *nonce,
@@ -183,14 +254,37 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
                                  size_t *out_n);
 
 /**
- * Verifies and decrypts `ciphertext || tag` (`ciphertext_len` bytes, at
- * least `CB3_TAG_SIZE`) into `out`, storing the plaintext length
- * (`ciphertext_len - 32`) in `*out_n` (if `out_n` is not NULL).
+ * Verifies and decrypts `ciphertext || tag` (as written by
+ * `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
+ * bytes. The tag is checked (in constant time) over the whole input before
+ * a single byte of `out` is written, so unverified plaintext is never
+ * released.
  *
- * A wrong tag, or input shorter than the tag, is `CB3_RESULT_DECRYPTION_FAILED`
- * and leaves `out` untouched. `out_len` must be at least
- * `ciphertext_len - CB3_TAG_SIZE`. `out` may start exactly at `ciphertext`
- * (in place); any other overlap is `CB3_RESULT_OVERLAPPING_BUFFERS`.
+ * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+ * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+ * - `ciphertext`, `ciphertext_len`: the ciphertext followed by its tag.
+ *   NULL only if `ciphertext_len` is 0 (which then fails to decrypt).
+ * - `aad`, `aad_len`: the associated data given to the encryption. NULL
+ *   only if `aad_len` is 0.
+ * - `out`, `out_len`: the output buffer, `out_len` at least
+ *   `ciphertext_len - CB3_TAG_SIZE`. NULL only if that is 0. `out` may
+ *   start exactly at `ciphertext` (in-place decryption); any other overlap
+ *   with `nonce`, `ciphertext` (including its tag) or `aad` is refused.
+ * - `out_n`: receives the plaintext length. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match (wrong key,
+ *   nonce, associated data, or a modified ciphertext or tag), or
+ *   `ciphertext_len < CB3_TAG_SIZE`.
+ * - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+ *   exactly in place.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written: `out` and `*out_n` are left as they were
+ * (in place, the buffer still holds the ciphertext).
  */
 enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
                                  const uint8_t *nonce,
@@ -205,10 +299,31 @@ enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
 
 /**
  * Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
- * bytes are written; `ciphertext_out_len` must be at least that) and writes
- * the 32-byte tag to `tag_out` (`tag_out_len` must be at least
- * `CB3_TAG_SIZE`). `ciphertext_out` may start exactly at `plaintext`; all
- * other overlaps are rejected. On failure nothing is written.
+ * bytes) and writes the tag to `tag_out` (exactly `CB3_TAG_SIZE` bytes).
+ * The same bytes as `cb3_aead_encrypt`, in two buffers.
+ *
+ * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+ * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+ * - `plaintext`, `plaintext_len`: the message. NULL only if `plaintext_len`
+ *   is 0.
+ * - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+ * - `ciphertext_out`, `ciphertext_out_len`: at least `plaintext_len` bytes.
+ *   NULL only if `plaintext_len` is 0. May start exactly at `plaintext`
+ *   (in place); any other overlap with an input is refused.
+ * - `tag_out`, `tag_out_len`: at least `CB3_TAG_SIZE` bytes. Not NULL.
+ *   Must not overlap any input or `ciphertext_out`.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `ciphertext_out_len < plaintext_len`
+ *   or `tag_out_len < CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: an output overlaps an input (other
+ *   than `ciphertext_out` exactly at `plaintext`) or the other output.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written: `ciphertext_out` and `tag_out` are left
+ * as they were.
  */
 enum cb3_result cb3_aead_encrypt_detached(const struct cb3_aead *aead,
                                           const uint8_t *nonce,
@@ -223,11 +338,30 @@ enum cb3_result cb3_aead_encrypt_detached(const struct cb3_aead *aead,
                                           size_t tag_out_len);
 
 /**
- * Verifies `tag` (exactly `CB3_TAG_SIZE` bytes, else
- * `CB3_RESULT_INVALID_TAG_LENGTH`) over `ciphertext`, then decrypts it into
- * `plaintext_out` (`ciphertext_len` bytes written; `plaintext_out_len` must
- * be at least that). On any failure `plaintext_out` is untouched.
- * `plaintext_out` may start exactly at `ciphertext`.
+ * Verifies `tag` over `ciphertext` and, only if it matches, decrypts it
+ * into `plaintext_out` (exactly `ciphertext_len` bytes). The inverse of
+ * `cb3_aead_encrypt_detached`.
+ *
+ * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+ * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+ * - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
+ * - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
+ * - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+ * - `plaintext_out`, `plaintext_out_len`: at least `ciphertext_len` bytes.
+ *   NULL only if `ciphertext_len` is 0. May start exactly at `ciphertext`
+ *   (in place); any other overlap with an input is refused.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match.
+ * - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INVALID_TAG_LENGTH`: `tag_len != CB3_TAG_SIZE`.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `plaintext_out_len < ciphertext_len`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `plaintext_out` overlaps an input
+ *   other than exactly in place.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written: `plaintext_out` is left as it was.
  */
 enum cb3_result cb3_aead_decrypt_detached(const struct cb3_aead *aead,
                                           const uint8_t *nonce,
@@ -242,9 +376,27 @@ enum cb3_result cb3_aead_decrypt_detached(const struct cb3_aead *aead,
                                           size_t plaintext_out_len);
 
 /**
- * Encrypts `buf` in place and writes the 32-byte tag to `tag_out`
- * (`tag_out_len` at least `CB3_TAG_SIZE`, not overlapping any input).
- * On failure neither `buf` nor `tag_out` is modified.
+ * Encrypts `buf` in place (`buf_len` bytes, the ciphertext is as long as
+ * the plaintext) and writes the tag to `tag_out` (exactly `CB3_TAG_SIZE`
+ * bytes).
+ *
+ * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+ * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+ * - `buf`, `buf_len`: the message, replaced by its ciphertext. NULL only if
+ *   `buf_len` is 0. Must not overlap `nonce` or `aad`.
+ * - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+ * - `tag_out`, `tag_out_len`: at least `CB3_TAG_SIZE` bytes. Not NULL.
+ *   Must not overlap `buf`, `nonce` or `aad`.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `tag_out_len < CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `buf` or `tag_out` overlaps a buffer
+ *   it must not.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written: `buf` and `tag_out` are left as they were.
  */
 enum cb3_result cb3_aead_encrypt_in_place(const struct cb3_aead *aead,
                                           const uint8_t *nonce,
@@ -258,7 +410,24 @@ enum cb3_result cb3_aead_encrypt_in_place(const struct cb3_aead *aead,
 
 /**
  * Verifies `tag` over `buf` and, only if it matches, decrypts `buf` in
- * place. On failure `buf` is untouched (`CB3_RESULT_DECRYPTION_FAILED`).
+ * place. The inverse of `cb3_aead_encrypt_in_place`.
+ *
+ * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+ * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+ * - `buf`, `buf_len`: the ciphertext, replaced by the plaintext. NULL only
+ *   if `buf_len` is 0. Must not overlap `nonce`, `tag` or `aad`.
+ * - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
+ * - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match.
+ * - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INVALID_TAG_LENGTH`: `tag_len != CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `buf` overlaps `nonce`, `tag` or `aad`.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written: `buf` still holds the ciphertext.
  */
 enum cb3_result cb3_aead_decrypt_in_place(const struct cb3_aead *aead,
                                           const uint8_t *nonce,
@@ -283,28 +452,53 @@ enum cb3_result cb3_bench_reference(enum cb3_bench_mode mode,
                                     uint64_t *elapsed_ns_out);
 
 /**
- * A static, NUL-terminated description of `result`. Never NULL.
+ * A static, NUL-terminated English description of `result`, a
+ * `cb3_result` value. Any other integer gives "unknown cb3_result code".
+ * Never NULL; the caller must not free or modify it.
  */
-const char *cb3_result_message(enum cb3_result result);
+const char *cb3_result_message(unsigned int result);
 
 /**
- * The library version, e.g. "0.1.0" (static, NUL-terminated).
+ * The library version as "MAJOR.MINOR.PATCH", e.g. "0.1.0": the version
+ * of the library linked in, which `CB3_VERSION_MAJOR`, `CB3_VERSION_MINOR`
+ * and `CB3_VERSION_PATCH` give for the header compiled against. Static and
+ * NUL-terminated: never NULL; do not free or modify it.
  */
 const char *cb3_version(void);
 
 /**
  * The widest SIMD instruction set this CPU offers to the BLAKE3 and ChaCha
  * cores, detected at run time: "avx512", "avx2", "sse4.1", "sse2", "neon"
- * or "portable" (static, NUL-terminated).
+ * or "portable". For diagnostics only: every backend computes the same
+ * bytes. Static and NUL-terminated: never NULL; do not free or modify it.
  */
 const char *cb3_simd_backend(void);
 
 /**
- * Creates a stream from a 32-byte key and a 24-byte starting nonce, at
- * message index `message_index` (0 for a new stream; a receiver that saved
- * its position may resume there). Never resume two streams at the same index
- * with the same key and nonce. `message_index` must be below 2^64 - 1
- * (`CB3_RESULT_INVALID_ARGUMENT`). On failure `*stream_out` is not written.
+ * Creates a stream: messages under one key with counter nonces, starting
+ * at message index `message_index`.
+ *
+ * Message `i` is encrypted exactly as `cb3_aead_encrypt` does with the
+ * nonce `nonce[0..16] || le64(le64(nonce[16..24]) + i mod 2^64)`, so
+ * message 0 uses `nonce` unchanged.
+ *
+ * - `key`, `key_len`: exactly `CB3_KEY_SIZE` (32) bytes. Not NULL. Copied.
+ * - `nonce`, `nonce_len`: the starting nonce, exactly `CB3_NONCE_SIZE` (24)
+ *   bytes. Not NULL. Copied.
+ * - `message_index`: the index of the first message: 0 for a new stream; a
+ *   receiver that saved its position may resume there. At most
+ *   `UINT64_MAX - 1` (a stream at `UINT64_MAX - 1` has one message left).
+ *   Never run two senders with the same key, nonce and index.
+ * - `stream_out`: receives the new object. Not NULL. Release the object
+ *   with `cb3_stream_free`.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_NULL_PARAMETER`: `key`, `nonce` or `stream_out` is NULL.
+ * - `CB3_RESULT_INVALID_KEY_LENGTH`: `key_len != CB3_KEY_SIZE`.
+ * - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: `message_index == UINT64_MAX`.
+ *
+ * On failure `*stream_out` is not written and nothing is allocated.
  */
 enum cb3_result cb3_stream_new(const uint8_t *key,
                                size_t key_len,
@@ -314,21 +508,43 @@ enum cb3_result cb3_stream_new(const uint8_t *key,
                                struct cb3_stream **stream_out);
 
 /**
- * Wipes and frees a stream. NULL is a no-op.
+ * Wipes the key and nonce and frees a stream made by `cb3_stream_new`.
+ *
+ * `stream` may be NULL (then nothing happens). After this call `stream`
+ * must not be used again, by this thread or any other; freeing it while
+ * another thread is still inside a call with it is undefined behaviour.
  */
 void cb3_stream_free(struct cb3_stream *stream);
 
 /**
- * The index of the next message (the number of messages encrypted or
- * successfully decrypted since index 0). 0 if `stream` is NULL.
+ * The index of the next message: the starting index plus the number of
+ * messages encrypted (or successfully decrypted) so far. `UINT64_MAX` once
+ * the stream is exhausted. Returns 0 if `stream` is NULL.
  */
 uint64_t cb3_stream_message_index(const struct cb3_stream *stream);
 
 /**
- * Encrypts the next message: writes `ciphertext || tag` to `out` exactly as
- * `cb3_aead_encrypt` does with this message's nonce, then advances the index.
- * Buffer rules are those of `cb3_aead_encrypt`. On failure nothing is written
- * and the index does not move.
+ * Encrypts the next message: writes `ciphertext || tag` (exactly
+ * `plaintext_len + CB3_TAG_SIZE` bytes) to `out` as `cb3_aead_encrypt`
+ * does with this message's nonce, then advances the message index by one.
+ *
+ * - `stream`: a stream from `cb3_stream_new`. Not NULL.
+ * - `plaintext`, `plaintext_len`, `aad`, `aad_len`, `out`, `out_len`,
+ *   `out_n`: as for `cb3_aead_encrypt` (same NULL, size and overlap rules;
+ *   `out` may start exactly at `plaintext`; `out_n` may be NULL).
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`; every
+ *   later call fails the same way rather than reuse a nonce.
+ * - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
+ *   NULL, is NULL.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+ *   exactly in place.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written (`out` and `*out_n` are left as they were)
+ * and the message index does not move.
  */
 enum cb3_result cb3_stream_encrypt(const struct cb3_stream *stream,
                                    const uint8_t *plaintext,
@@ -341,9 +557,29 @@ enum cb3_result cb3_stream_encrypt(const struct cb3_stream *stream,
 
 /**
  * Verifies and decrypts the next message (`ciphertext || tag`) into `out`
- * as `cb3_aead_decrypt` does with this message's nonce. The index advances
- * only when the tag verifies; a failure leaves `out` and the index unchanged,
- * so the right message can still be decrypted afterwards.
+ * as `cb3_aead_decrypt` does with this message's nonce, then advances the
+ * message index by one.
+ *
+ * - `stream`: a stream from `cb3_stream_new`. Not NULL.
+ * - `ciphertext`, `ciphertext_len`, `aad`, `aad_len`, `out`, `out_len`,
+ *   `out_n`: as for `cb3_aead_decrypt` (same NULL, size and overlap rules;
+ *   `out` may start exactly at `ciphertext`; `out_n` may be NULL).
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match this message's
+ *   nonce (a wrong, reordered, replayed or modified message), or
+ *   `ciphertext_len < CB3_TAG_SIZE`.
+ * - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`.
+ * - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
+ *   NULL, is NULL.
+ * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
+ * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+ *   exactly in place.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ *
+ * On failure nothing is written (`out` and `*out_n` are left as they were)
+ * and the message index does not move, so the right message can still be
+ * decrypted afterwards.
  */
 enum cb3_result cb3_stream_decrypt(const struct cb3_stream *stream,
                                    const uint8_t *ciphertext,

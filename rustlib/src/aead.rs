@@ -28,12 +28,15 @@ use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 
-/// Key size of ChaCha20-BLAKE3 in bytes.
+/// Key size of ChaCha20-BLAKE3 in bytes: `key_len` must equal it.
 pub const CB3_KEY_SIZE: usize = 32;
-/// Nonce size of ChaCha20-BLAKE3 in bytes. Random nonces are safe (birthday
-/// bound about 2^96 messages per key).
+/// Nonce size of ChaCha20-BLAKE3 in bytes: `nonce_len` must equal it.
+/// Random nonces are safe (a collision is expected only after about 2^96
+/// messages under one key).
 pub const CB3_NONCE_SIZE: usize = 24;
-/// Tag size of ChaCha20-BLAKE3 in bytes.
+/// Tag size of ChaCha20-BLAKE3 in bytes: a ciphertext is this much longer
+/// than its plaintext; input `tag_len` must equal it, output tag buffers must
+/// hold at least this much.
 pub const CB3_TAG_SIZE: usize = 32;
 
 /// Bytes per fused copy + XOR step: a multiple of the ChaCha block (64 B),
@@ -91,7 +94,7 @@ pub enum Source<'a> {
 /// `*_in_place_detached` (its scalar ChaCha path has the lowest fixed cost);
 /// longer ones through the pipeline below (AVX-512/AVX2 ChaCha, no extra pass).
 /// Both give identical bytes; `tests/abi.rs` checks every length around it.
-const SMALL_MESSAGE: usize = 512;
+pub(crate) const SMALL_MESSAGE: usize = 512;
 
 fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
     ChaCha20Blake3::new(*key)
@@ -168,9 +171,12 @@ pub fn open(
     xor_into(&keys, source, out)
 }
 
-/// A ChaCha20-BLAKE3 key. Opaque to C; create with `cb3_aead_new`, release
-/// with `cb3_aead_free`. Immutable after creation, so one `cb3_aead` may be
-/// used from many threads at once. The key bytes are wiped when it is freed.
+/// A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
+///
+/// Opaque: create with `cb3_aead_new`, release with `cb3_aead_free` (which
+/// wipes the key). Immutable after creation, so one `cb3_aead` may be used
+/// by any number of threads at once without locking, as long as none of
+/// them frees it while others use it.
 #[derive(Zeroize, ZeroizeOnDrop)]
 pub struct cb3_aead {
     key: [u8; 32],
@@ -255,12 +261,18 @@ unsafe fn aead_ref<'a>(ptr: *const cb3_aead) -> Cb3Result<&'a cb3_aead> {
     ptr.as_ref().ok_or(cb3_result::NullParameter)
 }
 
-/// Creates a cipher from a 32-byte key and stores it in `*aead_out`.
+/// Creates a cipher object holding a copy of `key`.
 ///
-/// `key` must be non-NULL with `key_len == CB3_KEY_SIZE`, else
-/// `CB3_RESULT_NULL_PARAMETER` / `CB3_RESULT_INVALID_KEY_LENGTH`. The key is
-/// copied; the caller may wipe its own copy afterwards. On failure
-/// `*aead_out` is not written.
+/// - `key`, `key_len`: the secret key, exactly `CB3_KEY_SIZE` (32) bytes.
+///   Not NULL. It is copied: the caller may wipe its own copy afterwards.
+/// - `aead_out`: receives the new object. Not NULL. Release the object
+///   with `cb3_aead_free`.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_NULL_PARAMETER`: `key` or `aead_out` is NULL.
+/// - `CB3_RESULT_INVALID_KEY_LENGTH`: `key_len != CB3_KEY_SIZE`.
+///
+/// On failure `*aead_out` is not written and nothing is allocated.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: *mut *mut cb3_aead) -> cb3_result {
     ffi_boundary(|| {
@@ -273,7 +285,11 @@ pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: 
     })
 }
 
-/// Wipes and frees a cipher made by `cb3_aead_new`. NULL is a no-op.
+/// Wipes the key and frees a cipher made by `cb3_aead_new`.
+///
+/// `aead` may be NULL (then nothing happens). After this call `aead` must
+/// not be used again, by this thread or any other; freeing it while another
+/// thread is still inside a call with it is undefined behaviour.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_free(aead: *mut cb3_aead) {
     ffi_boundary_or((), || {
@@ -283,14 +299,33 @@ pub unsafe extern "C" fn cb3_aead_free(aead: *mut cb3_aead) {
     })
 }
 
-/// Encrypts `plaintext` and writes `ciphertext || tag` (`plaintext_len + 32`
-/// bytes) to `out`, storing that count in `*out_n` (if `out_n` is not NULL).
+/// Encrypts `plaintext` and writes `ciphertext || tag` to `out`: exactly
+/// `plaintext_len + CB3_TAG_SIZE` bytes.
 ///
-/// `out_len` must be at least `plaintext_len + CB3_TAG_SIZE`, else
-/// `CB3_RESULT_INSUFFICIENT_SIZE`. `out` may start exactly at `plaintext`
-/// (in-place encryption, the buffer holding room for the tag); any other
-/// overlap with an input is `CB3_RESULT_OVERLAPPING_BUFFERS`. `aad` may be
-/// NULL when `aad_len` is 0. On failure nothing is written.
+/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+///   Never encrypt two messages under the same key and nonce; random
+///   nonces are fine.
+/// - `plaintext`, `plaintext_len`: the message. NULL only if `plaintext_len`
+///   is 0.
+/// - `aad`, `aad_len`: associated data, authenticated but not encrypted.
+///   NULL only if `aad_len` is 0.
+/// - `out`, `out_len`: the output buffer, `out_len` at least
+///   `plaintext_len + CB3_TAG_SIZE`. Not NULL (the tag is always written).
+///   `out` may start exactly at `plaintext` (in-place encryption, the buffer
+///   having room for the tag); any other overlap with `nonce`, `plaintext`
+///   or `aad` is refused.
+/// - `out_n`: receives the number of bytes written. May be NULL.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+///   exactly in place.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written: `out` and `*out_n` are left as they were.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_encrypt(
     aead: *const cb3_aead,
@@ -306,6 +341,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 ) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
+        fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
         let nonce = Raw::new(nonce, nonce_len)?;
         let written = seal_combined(aead.key(), nonce, Raw::new(plaintext, plaintext_len)?, Raw::new(aad, aad_len)?, out, out_len)?;
         store(out_n, written);
@@ -313,14 +349,37 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
     })
 }
 
-/// Verifies and decrypts `ciphertext || tag` (`ciphertext_len` bytes, at
-/// least `CB3_TAG_SIZE`) into `out`, storing the plaintext length
-/// (`ciphertext_len - 32`) in `*out_n` (if `out_n` is not NULL).
+/// Verifies and decrypts `ciphertext || tag` (as written by
+/// `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
+/// bytes. The tag is checked (in constant time) over the whole input before
+/// a single byte of `out` is written, so unverified plaintext is never
+/// released.
 ///
-/// A wrong tag, or input shorter than the tag, is `CB3_RESULT_DECRYPTION_FAILED`
-/// and leaves `out` untouched. `out_len` must be at least
-/// `ciphertext_len - CB3_TAG_SIZE`. `out` may start exactly at `ciphertext`
-/// (in place); any other overlap is `CB3_RESULT_OVERLAPPING_BUFFERS`.
+/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+/// - `ciphertext`, `ciphertext_len`: the ciphertext followed by its tag.
+///   NULL only if `ciphertext_len` is 0 (which then fails to decrypt).
+/// - `aad`, `aad_len`: the associated data given to the encryption. NULL
+///   only if `aad_len` is 0.
+/// - `out`, `out_len`: the output buffer, `out_len` at least
+///   `ciphertext_len - CB3_TAG_SIZE`. NULL only if that is 0. `out` may
+///   start exactly at `ciphertext` (in-place decryption); any other overlap
+///   with `nonce`, `ciphertext` (including its tag) or `aad` is refused.
+/// - `out_n`: receives the plaintext length. May be NULL.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match (wrong key,
+///   nonce, associated data, or a modified ciphertext or tag), or
+///   `ciphertext_len < CB3_TAG_SIZE`.
+/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+///   exactly in place.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written: `out` and `*out_n` are left as they were
+/// (in place, the buffer still holds the ciphertext).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_decrypt(
     aead: *const cb3_aead,
@@ -336,6 +395,7 @@ pub unsafe extern "C" fn cb3_aead_decrypt(
 ) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
+        fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
         let nonce = Raw::new(nonce, nonce_len)?;
         let written = open_combined(aead.key(), nonce, Raw::new(ciphertext, ciphertext_len)?, Raw::new(aad, aad_len)?, out, out_len)?;
         store(out_n, written);
@@ -344,10 +404,31 @@ pub unsafe extern "C" fn cb3_aead_decrypt(
 }
 
 /// Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
-/// bytes are written; `ciphertext_out_len` must be at least that) and writes
-/// the 32-byte tag to `tag_out` (`tag_out_len` must be at least
-/// `CB3_TAG_SIZE`). `ciphertext_out` may start exactly at `plaintext`; all
-/// other overlaps are rejected. On failure nothing is written.
+/// bytes) and writes the tag to `tag_out` (exactly `CB3_TAG_SIZE` bytes).
+/// The same bytes as `cb3_aead_encrypt`, in two buffers.
+///
+/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+/// - `plaintext`, `plaintext_len`: the message. NULL only if `plaintext_len`
+///   is 0.
+/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+/// - `ciphertext_out`, `ciphertext_out_len`: at least `plaintext_len` bytes.
+///   NULL only if `plaintext_len` is 0. May start exactly at `plaintext`
+///   (in place); any other overlap with an input is refused.
+/// - `tag_out`, `tag_out_len`: at least `CB3_TAG_SIZE` bytes. Not NULL.
+///   Must not overlap any input or `ciphertext_out`.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `ciphertext_out_len < plaintext_len`
+///   or `tag_out_len < CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: an output overlaps an input (other
+///   than `ciphertext_out` exactly at `plaintext`) or the other output.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written: `ciphertext_out` and `tag_out` are left
+/// as they were.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_encrypt_detached(
     aead: *const cb3_aead,
@@ -364,8 +445,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
 ) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
-        let nonce_raw = Raw::new(nonce, nonce_len)?;
         let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
         if (ciphertext_out.is_null() && plaintext_len > 0) || tag_out.is_null() {
@@ -384,11 +465,30 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
     })
 }
 
-/// Verifies `tag` (exactly `CB3_TAG_SIZE` bytes, else
-/// `CB3_RESULT_INVALID_TAG_LENGTH`) over `ciphertext`, then decrypts it into
-/// `plaintext_out` (`ciphertext_len` bytes written; `plaintext_out_len` must
-/// be at least that). On any failure `plaintext_out` is untouched.
-/// `plaintext_out` may start exactly at `ciphertext`.
+/// Verifies `tag` over `ciphertext` and, only if it matches, decrypts it
+/// into `plaintext_out` (exactly `ciphertext_len` bytes). The inverse of
+/// `cb3_aead_encrypt_detached`.
+///
+/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+/// - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
+/// - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
+/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+/// - `plaintext_out`, `plaintext_out_len`: at least `ciphertext_len` bytes.
+///   NULL only if `ciphertext_len` is 0. May start exactly at `ciphertext`
+///   (in place); any other overlap with an input is refused.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match.
+/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INVALID_TAG_LENGTH`: `tag_len != CB3_TAG_SIZE`.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `plaintext_out_len < ciphertext_len`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `plaintext_out` overlaps an input
+///   other than exactly in place.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written: `plaintext_out` is left as it was.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_decrypt_detached(
     aead: *const cb3_aead,
@@ -405,10 +505,10 @@ pub unsafe extern "C" fn cb3_aead_decrypt_detached(
 ) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
-        let nonce_raw = Raw::new(nonce, nonce_len)?;
         let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
-        let tag_raw = Raw::new(tag, tag_len)?;
+        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
         let tag = fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength)?;
+        let tag_raw = Raw::new(tag.as_ptr(), 32)?;
         let data = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
         if plaintext_out.is_null() && ciphertext_len > 0 {
@@ -423,9 +523,27 @@ pub unsafe extern "C" fn cb3_aead_decrypt_detached(
     })
 }
 
-/// Encrypts `buf` in place and writes the 32-byte tag to `tag_out`
-/// (`tag_out_len` at least `CB3_TAG_SIZE`, not overlapping any input).
-/// On failure neither `buf` nor `tag_out` is modified.
+/// Encrypts `buf` in place (`buf_len` bytes, the ciphertext is as long as
+/// the plaintext) and writes the tag to `tag_out` (exactly `CB3_TAG_SIZE`
+/// bytes).
+///
+/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+/// - `buf`, `buf_len`: the message, replaced by its ciphertext. NULL only if
+///   `buf_len` is 0. Must not overlap `nonce` or `aad`.
+/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+/// - `tag_out`, `tag_out_len`: at least `CB3_TAG_SIZE` bytes. Not NULL.
+///   Must not overlap `buf`, `nonce` or `aad`.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `tag_out_len < CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `buf` or `tag_out` overlaps a buffer
+///   it must not.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written: `buf` and `tag_out` are left as they were.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
     aead: *const cb3_aead,
@@ -440,8 +558,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
 ) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
-        let nonce_raw = Raw::new(nonce, nonce_len)?;
         let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
         if tag_out.is_null() {
@@ -460,7 +578,24 @@ pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
 }
 
 /// Verifies `tag` over `buf` and, only if it matches, decrypts `buf` in
-/// place. On failure `buf` is untouched (`CB3_RESULT_DECRYPTION_FAILED`).
+/// place. The inverse of `cb3_aead_encrypt_in_place`.
+///
+/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
+/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
+/// - `buf`, `buf_len`: the ciphertext, replaced by the plaintext. NULL only
+///   if `buf_len` is 0. Must not overlap `nonce`, `tag` or `aad`.
+/// - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
+/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match.
+/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INVALID_TAG_LENGTH`: `tag_len != CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `buf` overlaps `nonce`, `tag` or `aad`.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written: `buf` still holds the ciphertext.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
     aead: *const cb3_aead,
@@ -475,10 +610,10 @@ pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
 ) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
-        let nonce_raw = Raw::new(nonce, nonce_len)?;
         let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
-        let tag_raw = Raw::new(tag, tag_len)?;
+        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
         let tag = fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength)?;
+        let tag_raw = Raw::new(tag.as_ptr(), 32)?;
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
         disjoint(&buf, &[tag_raw, aad, nonce_raw])?;

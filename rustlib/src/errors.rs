@@ -6,15 +6,18 @@ use std::panic::{catch_unwind, UnwindSafe};
 /// What every fallible cb3 function returns.
 ///
 /// `CB3_RESULT_OK` is 0; the failures start at 3000 so that they can never be
-/// mistaken for an errno value. When a function returns anything but
-/// `CB3_RESULT_OK` it has written nothing to its outputs.
+/// mistaken for an errno value. When a function returns a failure other than
+/// `CB3_RESULT_PANIC` it has written nothing to its outputs. If several
+/// failures apply to one call, which of them is returned is unspecified.
+/// `cb3_result_message` describes any code.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum cb3_result {
     /// Success.
     Ok = 0,
-    /// A required pointer was NULL (a NULL pointer is accepted only when its
-    /// length is 0).
+    /// A pointer that may not be NULL was NULL. Data buffers may be NULL
+    /// only when their length is 0; objects, keys, nonces, tags, tag outputs
+    /// and `*_new` result pointers never.
     NullParameter = 3000,
     /// The key is not `CB3_KEY_SIZE` (32) bytes.
     InvalidKeyLength = 3001,
@@ -28,20 +31,45 @@ pub enum cb3_result {
     /// An output buffer overlaps an input (other than the one in-place alias
     /// a function documents as allowed).
     OverlappingBuffers = 3005,
-    /// The tag does not match: wrong key, nonce, associated data, tag, or
-    /// a modified ciphertext. Nothing was written.
+    /// The tag does not match: wrong key, nonce, associated data or tag, a
+    /// modified ciphertext, or a ciphertext shorter than `CB3_TAG_SIZE`.
+    /// Nothing was written: no unverified plaintext is ever released.
     DecryptionFailed = 3006,
     /// A stream has used its last message index; it will fail from now on
     /// rather than ever reuse a nonce.
     StreamExhausted = 3007,
-    /// An argument is out of its documented range.
+    /// An argument is out of its documented range: a buffer length above
+    /// `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`.
     InvalidArgument = 3008,
-    /// A bug: Rust code panicked. The panic was caught at the boundary and
-    /// nothing was written.
+    /// A bug in cb3: Rust code panicked. The panic was caught at the boundary
+    /// (it never unwinds into C) and the object stays usable, but output
+    /// buffers may hold partial results: treat them as garbage. Decryption
+    /// still never writes unverified plaintext.
     Panic = 3009,
 }
 
 impl cb3_result {
+    /// The code with this numeric value, if there is one. C can pass any
+    /// integer where a `cb3_result` is expected, and a Rust enum holding an
+    /// undeclared value is undefined behaviour, so values from C arrive as
+    /// integers and are converted here.
+    pub fn from_code(code: u32) -> Option<Self> {
+        const ALL: [cb3_result; 11] = [
+            cb3_result::Ok,
+            cb3_result::NullParameter,
+            cb3_result::InvalidKeyLength,
+            cb3_result::InvalidNonceLength,
+            cb3_result::InvalidTagLength,
+            cb3_result::InsufficientSize,
+            cb3_result::OverlappingBuffers,
+            cb3_result::DecryptionFailed,
+            cb3_result::StreamExhausted,
+            cb3_result::InvalidArgument,
+            cb3_result::Panic,
+        ];
+        ALL.into_iter().find(|result| *result as u32 == code)
+    }
+
     /// Human-readable text for the code (static, NUL-terminated).
     pub fn message(self) -> &'static std::ffi::CStr {
         match self {
@@ -62,10 +90,15 @@ impl cb3_result {
     }
 }
 
-/// A static, NUL-terminated description of `result`. Never NULL.
+/// A static, NUL-terminated English description of `result`, a
+/// `cb3_result` value. Any other integer gives "unknown cb3_result code".
+/// Never NULL; the caller must not free or modify it.
 #[no_mangle]
-pub extern "C" fn cb3_result_message(result: cb3_result) -> *const std::ffi::c_char {
-    result.message().as_ptr()
+pub extern "C" fn cb3_result_message(result: std::ffi::c_uint) -> *const std::ffi::c_char {
+    match cb3_result::from_code(result) {
+        Some(result) => result.message().as_ptr(),
+        None => c"unknown cb3_result code".as_ptr(),
+    }
 }
 
 pub type Cb3Result<T> = Result<T, cb3_result>;

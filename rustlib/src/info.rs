@@ -11,7 +11,10 @@ const VERSION: &CStr = {
     }
 };
 
-/// The library version, e.g. "0.1.0" (static, NUL-terminated).
+/// The library version as "MAJOR.MINOR.PATCH", e.g. "0.1.0": the version
+/// of the library linked in, which `CB3_VERSION_MAJOR`, `CB3_VERSION_MINOR`
+/// and `CB3_VERSION_PATCH` give for the header compiled against. Static and
+/// NUL-terminated: never NULL; do not free or modify it.
 #[no_mangle]
 pub extern "C" fn cb3_version() -> *const c_char {
     VERSION.as_ptr()
@@ -19,7 +22,8 @@ pub extern "C" fn cb3_version() -> *const c_char {
 
 /// The widest SIMD instruction set this CPU offers to the BLAKE3 and ChaCha
 /// cores, detected at run time: "avx512", "avx2", "sse4.1", "sse2", "neon"
-/// or "portable" (static, NUL-terminated).
+/// or "portable". For diagnostics only: every backend computes the same
+/// bytes. Static and NUL-terminated: never NULL; do not free or modify it.
 #[no_mangle]
 pub extern "C" fn cb3_simd_backend() -> *const c_char {
     ffi_boundary_or(c"portable".as_ptr(), || simd_backend().as_ptr())

@@ -25,8 +25,14 @@ struct StreamKey {
     nonce: [u8; 24],
 }
 
-/// A message stream. Opaque to C; create with `cb3_stream_new`, release with
-/// `cb3_stream_free`. Safe to share between threads (calls are serialised).
+/// A sequence of ChaCha20-BLAKE3 messages under one key with counter nonces.
+///
+/// Opaque: create with `cb3_stream_new`, release with `cb3_stream_free`
+/// (which wipes the key). Each call holds the stream's internal lock for the
+/// whole operation, so a stream may be shared between threads: two calls
+/// never use the same message index, and the order in which concurrent calls
+/// take indices is the order in which they get the lock. A stream must not
+/// be freed while another thread uses it.
 pub struct cb3_stream {
     secret: StreamKey,
     /// The index of the next message.
@@ -72,11 +78,30 @@ fn nonce_raw(nonce: &[u8; 24]) -> Raw {
     Raw { ptr: nonce.as_ptr(), len: nonce.len() }
 }
 
-/// Creates a stream from a 32-byte key and a 24-byte starting nonce, at
-/// message index `message_index` (0 for a new stream; a receiver that saved
-/// its position may resume there). Never resume two streams at the same index
-/// with the same key and nonce. `message_index` must be below 2^64 - 1
-/// (`CB3_RESULT_INVALID_ARGUMENT`). On failure `*stream_out` is not written.
+/// Creates a stream: messages under one key with counter nonces, starting
+/// at message index `message_index`.
+///
+/// Message `i` is encrypted exactly as `cb3_aead_encrypt` does with the
+/// nonce `nonce[0..16] || le64(le64(nonce[16..24]) + i mod 2^64)`, so
+/// message 0 uses `nonce` unchanged.
+///
+/// - `key`, `key_len`: exactly `CB3_KEY_SIZE` (32) bytes. Not NULL. Copied.
+/// - `nonce`, `nonce_len`: the starting nonce, exactly `CB3_NONCE_SIZE` (24)
+///   bytes. Not NULL. Copied.
+/// - `message_index`: the index of the first message: 0 for a new stream; a
+///   receiver that saved its position may resume there. At most
+///   `UINT64_MAX - 1` (a stream at `UINT64_MAX - 1` has one message left).
+///   Never run two senders with the same key, nonce and index.
+/// - `stream_out`: receives the new object. Not NULL. Release the object
+///   with `cb3_stream_free`.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_NULL_PARAMETER`: `key`, `nonce` or `stream_out` is NULL.
+/// - `CB3_RESULT_INVALID_KEY_LENGTH`: `key_len != CB3_KEY_SIZE`.
+/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: `message_index == UINT64_MAX`.
+///
+/// On failure `*stream_out` is not written and nothing is allocated.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_new(
     key: *const u8,
@@ -101,7 +126,11 @@ pub unsafe extern "C" fn cb3_stream_new(
     })
 }
 
-/// Wipes and frees a stream. NULL is a no-op.
+/// Wipes the key and nonce and frees a stream made by `cb3_stream_new`.
+///
+/// `stream` may be NULL (then nothing happens). After this call `stream`
+/// must not be used again, by this thread or any other; freeing it while
+/// another thread is still inside a call with it is undefined behaviour.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
     ffi_boundary_or((), || {
@@ -111,17 +140,35 @@ pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
     })
 }
 
-/// The index of the next message (the number of messages encrypted or
-/// successfully decrypted since index 0). 0 if `stream` is NULL.
+/// The index of the next message: the starting index plus the number of
+/// messages encrypted (or successfully decrypted) so far. `UINT64_MAX` once
+/// the stream is exhausted. Returns 0 if `stream` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_message_index(stream: *const cb3_stream) -> u64 {
     ffi_boundary_or(0, || stream.as_ref().map_or(0, |stream| *stream.lock()))
 }
 
-/// Encrypts the next message: writes `ciphertext || tag` to `out` exactly as
-/// `cb3_aead_encrypt` does with this message's nonce, then advances the index.
-/// Buffer rules are those of `cb3_aead_encrypt`. On failure nothing is written
-/// and the index does not move.
+/// Encrypts the next message: writes `ciphertext || tag` (exactly
+/// `plaintext_len + CB3_TAG_SIZE` bytes) to `out` as `cb3_aead_encrypt`
+/// does with this message's nonce, then advances the message index by one.
+///
+/// - `stream`: a stream from `cb3_stream_new`. Not NULL.
+/// - `plaintext`, `plaintext_len`, `aad`, `aad_len`, `out`, `out_len`,
+///   `out_n`: as for `cb3_aead_encrypt` (same NULL, size and overlap rules;
+///   `out` may start exactly at `plaintext`; `out_n` may be NULL).
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`; every
+///   later call fails the same way rather than reuse a nonce.
+/// - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
+///   NULL, is NULL.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+///   exactly in place.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written (`out` and `*out_n` are left as they were)
+/// and the message index does not move.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_encrypt(
     stream: *const cb3_stream,
@@ -144,9 +191,29 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
 }
 
 /// Verifies and decrypts the next message (`ciphertext || tag`) into `out`
-/// as `cb3_aead_decrypt` does with this message's nonce. The index advances
-/// only when the tag verifies; a failure leaves `out` and the index unchanged,
-/// so the right message can still be decrypted afterwards.
+/// as `cb3_aead_decrypt` does with this message's nonce, then advances the
+/// message index by one.
+///
+/// - `stream`: a stream from `cb3_stream_new`. Not NULL.
+/// - `ciphertext`, `ciphertext_len`, `aad`, `aad_len`, `out`, `out_len`,
+///   `out_n`: as for `cb3_aead_decrypt` (same NULL, size and overlap rules;
+///   `out` may start exactly at `ciphertext`; `out_n` may be NULL).
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match this message's
+///   nonce (a wrong, reordered, replayed or modified message), or
+///   `ciphertext_len < CB3_TAG_SIZE`.
+/// - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`.
+/// - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
+///   NULL, is NULL.
+/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
+/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
+///   exactly in place.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+///
+/// On failure nothing is written (`out` and `*out_n` are left as they were)
+/// and the message index does not move, so the right message can still be
+/// decrypted afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_decrypt(
     stream: *const cb3_stream,

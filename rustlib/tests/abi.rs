@@ -197,6 +197,13 @@ fn argument_errors() {
     let mut out = [0u8; 4];
     let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 31].as_ptr(), 31, ptr::null(), 0, out.as_mut_ptr(), 4) };
     assert_eq!(r, cb3_result::InvalidTagLength);
+    // A fixed-size argument reports its own length error for any wrong
+    // length, however large.
+    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 32].as_ptr(), usize::MAX, ptr::null(), 0, out.as_mut_ptr(), 4) };
+    assert_eq!(r, cb3_result::InvalidTagLength);
+    let r = unsafe { cb3_aead_encrypt_in_place(aead.0, [0u8; 24].as_ptr(), usize::MAX, out.as_mut_ptr(), 4, ptr::null(), 0, [0u8; 32].as_mut_ptr(), 32) };
+    assert_eq!(r, cb3_result::InvalidNonceLength);
+    assert_eq!(aead.encrypt(&[0u8; 24][..0], b"x", b""), Err(cb3_result::InvalidNonceLength));
 }
 
 #[test]
@@ -205,8 +212,15 @@ fn result_messages_are_distinct() {
     let codes = [cb3_result::Ok, cb3_result::NullParameter, cb3_result::InvalidKeyLength, cb3_result::InvalidNonceLength,
         cb3_result::InvalidTagLength, cb3_result::InsufficientSize, cb3_result::OverlappingBuffers, cb3_result::DecryptionFailed,
         cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic];
-    let messages: std::collections::HashSet<_> = codes.iter().map(|&c| unsafe { std::ffi::CStr::from_ptr(cb3_result_message(c)) }).collect();
+    let message = |code: u32| unsafe { std::ffi::CStr::from_ptr(cb3_result_message(code)) };
+    let messages: std::collections::HashSet<_> = codes.iter().map(|&c| message(c as u32)).collect();
     assert_eq!(messages.len(), codes.len());
+    // Codes that are not in the enum (C can pass any integer) get their own
+    // text instead of undefined behaviour.
+    for unknown in [1u32, 2999, 3010, 7000, u32::MAX] {
+        assert_eq!(message(unknown).to_str().unwrap(), "unknown cb3_result code");
+        assert!(!messages.contains(message(unknown)));
+    }
 }
 
 struct Stream(*mut cb3_stream);
