@@ -1,7 +1,9 @@
 """`python -m cb3`: what is installed, a known-answer self-test, and one
 throughput line per message size.
 
-Subcommands: `python -m cb3 bench` (side-by-side comparison with peers).
+Subcommands: `python -m cb3 bench` (side-by-side comparison with peers);
+`--cflags`, `--libs`, `--includedir`, `--libdir`, `--pkgconfigdir` print what
+a C build needs to use cb3's header and static library (cb3/capi.py).
 """
 
 import os
@@ -75,12 +77,17 @@ def info() -> int:
 def main(argv: list[str]) -> int:
     if not argv:
         return info()
+    from cb3.capi import main_flags
+
+    status = main_flags(argv)
+    if status is not None:
+        return status
     command, rest = argv[0], argv[1:]
     if command == "bench":
         from cb3 import bench
 
         return bench.main(rest)
-    print(f"usage: python -m cb3 [bench ...]\nunknown command: {command}", file=sys.stderr)
+    print(f"usage: python -m cb3 [bench ... | --cflags | --libs]\nunknown command: {command}", file=sys.stderr)
     return 2
 
 

@@ -1,4 +1,4 @@
-/* cb3_result_message, cb3_version, cb3_simd_backend and the header's
+/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_bench_reference and the header's
  * constants and version macros. */
 #include <stdint.h>
 
@@ -81,8 +81,21 @@ static void test_constants(void)
     CHECK(sizeof tag == 32);
 }
 
+static void test_bench_reference(void)
+{
+    uint64_t elapsed = 12345;
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 0, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK(elapsed == 12345);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 3, NULL), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 3, &elapsed), CB3_RESULT_OK);
+    CHECK(elapsed != 12345);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT_IN_PLACE, 1000, 2, &elapsed), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_DECRYPT, 0, 2, &elapsed), CB3_RESULT_OK);
+}
+
 int main(void)
 {
+    test_bench_reference();
     test_result_codes();
     test_version();
     test_simd_backend();
