@@ -65,7 +65,9 @@ step "python -m cb3 bench --quick"
 step "CPython, hybrid ABI under HPy debug mode: pytest"
 make_venv "$WORK/venv-debug"
 CB3_HPY_ABI=hybrid "$WORK/venv-debug/bin/pip" install --quiet --no-build-isolation .
-HPY=debug "$WORK/venv-debug/bin/pytest" tests -q -p no:cacheprovider -m "not slow"
+# Multi-threaded tests are deselected here only: HPy 0.9's debug context
+# aborts when a thread reenters after releasing the GIL (pyproject.toml).
+HPY=debug "$WORK/venv-debug/bin/pytest" tests -q -p no:cacheprovider -m "not slow and not threads"
 
 if [[ -x scripts/pypy.sh && -z "${CB3_SKIP_PYPY:-}" ]]; then
     step "PyPy 3.11"

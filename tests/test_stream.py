@@ -238,6 +238,7 @@ def test_key_and_nonce_copied_at_construction() -> None:
     assert stream.encrypt(b"m") == cb3.ChaCha20Blake3(KEY).encrypt(NONCE, b"m")
 
 
+@pytest.mark.threads
 def test_shared_stream_never_reuses_a_nonce() -> None:
     """8 threads share one Stream, 200 messages each. Every message must have
     been sealed under a distinct index, and the indices must be exactly
@@ -300,6 +301,7 @@ def test_shared_stream_never_reuses_a_nonce() -> None:
     assert receiver.message_index == total
 
 
+@pytest.mark.threads
 def test_shared_receiver_threads_decrypt_in_order() -> None:
     """Several threads pulling from one queue of ciphertexts through one
     receiving Stream: a thread that tries a message out of turn gets

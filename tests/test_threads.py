@@ -14,6 +14,9 @@ import cb3
 import reference
 from helpers import seeded
 
+# Every test here runs cb3 from several threads (see the "threads" marker).
+pytestmark = pytest.mark.threads
+
 KEY = bytes(range(90, 122))
 NONCE = bytes(range(30, 54))
 
