@@ -6,7 +6,7 @@
 """
 
 from . import errors  # first: the extension loads its exception classes from it
-from ._cb3 import GIL_THRESHOLD, HPY_ABI, simd_backend
+from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
 from .errors import DecryptionError, InvalidTag
 from .stream import Stream
@@ -27,6 +27,7 @@ __all__ = [
     "KEY_SIZE",
     "NONCE_SIZE",
     "TAG_SIZE",
+    "AUTO",
     "GIL_THRESHOLD",
     "HPY_ABI",
     "simd_backend",

@@ -68,6 +68,12 @@ def _cases() -> list[Case]:
         buf = bytearray(size)
         return _loop(lambda: cipher.encrypt_in_place(nonce, buf))
 
+    threaded = cb3.ChaCha20Blake3(key, max_threads=cb3.AUTO)
+
+    def cb3_threaded(size: int) -> Timer:
+        data = os.urandom(size)
+        return _loop(lambda: threaded.encrypt(nonce, data))
+
     def cb3_stream(size: int) -> Timer:
         stream, data = cb3.Stream(key, nonce), os.urandom(size)
         return _loop(lambda: stream.encrypt(data))
@@ -81,6 +87,7 @@ def _cases() -> list[Case]:
         Case("cb3 encrypt_into", cb3_encrypt_into),
         Case("cb3 encrypt_in_place", cb3_in_place),
         Case("cb3 Stream.encrypt", cb3_stream),
+        Case("cb3 encrypt max_threads=AUTO", cb3_threaded),
         Case("raw crate encrypt", crate(0)),
         Case("raw crate encrypt_in_place", crate(1)),
     ]

@@ -31,6 +31,9 @@
  * a noticeable share of the call. */
 #define CB3_GIL_THRESHOLD 2048
 
+/* max_threads value meaning "every core", as blake3-py's AUTO. */
+#define CB3_AUTO (-1)
+
 /* ---- errors.c ---- */
 
 /* The module's Python-level exception classes, loaded once at init. */

@@ -67,7 +67,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 #endif
     if (add_int(ctx, module, "KEY_SIZE", CB3_KEY_SIZE) < 0 || add_int(ctx, module, "NONCE_SIZE", CB3_NONCE_SIZE) < 0 ||
         add_int(ctx, module, "TAG_SIZE", CB3_TAG_SIZE) < 0 ||
-        add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_string(ctx, module, "HPY_ABI", abi) < 0)
+        add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_int(ctx, module, "AUTO", CB3_AUTO) < 0 || add_string(ctx, module, "HPY_ABI", abi) < 0)
         return -1;
     return 0;
 }

@@ -43,6 +43,24 @@ class AEAD:
         CIPHER.encrypt_in_place(NONCE, IN_PLACE[size])
 
 
+THREADED = cb3.ChaCha20Blake3(KEY, max_threads=cb3.AUTO)
+LARGE = [size for size in SIZES if size >= 1 << 20]
+
+
+class Threaded:
+    """max_threads=AUTO: messages of 1 MiB and more are split across cores."""
+
+    params = [LARGE]
+    param_names = ["size"]
+    version = "1"
+
+    def time_encrypt(self, size: int) -> None:
+        THREADED.encrypt(NONCE, MESSAGES[size])
+
+    def time_decrypt(self, size: int) -> None:
+        THREADED.decrypt(NONCE, SEALED[size])
+
+
 class StreamEncrypt:
     params = [SIZES]
     param_names = ["size"]

@@ -76,6 +76,12 @@
 #define CB3_TAG_SIZE 32
 
 /**
+ * Messages shorter than this stay on the calling thread: below it, waking
+ * the pool costs more than the split saves.
+ */
+#define PARALLEL_MIN (1 << 20)
+
+/**
  * What every fallible cb3 function returns.
  *
  * `CB3_RESULT_OK` is 0; the failures start at 3000 so that they can never be
@@ -203,6 +209,23 @@ extern "C" {
  * On failure `*aead_out` is not written and nothing is allocated.
  */
 enum cb3_result cb3_aead_new(const uint8_t *key, size_t key_len, struct cb3_aead **aead_out);
+
+/**
+ * Like `cb3_aead_new`, for a cipher that splits each message of at least
+ * 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
+ * calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
+ * 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
+ * output is byte-for-byte the same for every `max_threads`. The threads
+ * belong to a pool per thread count that cb3 creates on first use and keeps
+ * for the life of the process.
+ *
+ * Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
+ * written and nothing is allocated.
+ */
+enum cb3_result cb3_aead_new_with_threads(const uint8_t *key,
+                                          size_t key_len,
+                                          size_t max_threads,
+                                          struct cb3_aead **aead_out);
 
 /**
  * Wipes the key and frees a cipher made by `cb3_aead_new`.

@@ -20,13 +20,16 @@
 
 use std::ptr;
 
-use chacha20::cipher::{KeyIvInit, StreamCipher};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use chacha20::ChaCha20Legacy;
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::parallel;
 
 /// Key size of ChaCha20-BLAKE3 in bytes: `key_len` must equal it.
 pub const CB3_KEY_SIZE: usize = 32;
@@ -85,6 +88,7 @@ fn finish_mac(mut mac: blake3::Hasher, ciphertext_len: usize) -> [u8; 32] {
 
 /// Where the data of an operation comes from: already in the output buffer
 /// (in place) or in a separate, non-overlapping input.
+#[derive(Clone, Copy)]
 pub enum Source<'a> {
     InPlace,
     Separate(&'a [u8]),
@@ -100,23 +104,72 @@ fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
     ChaCha20Blake3::new(*key)
 }
 
-/// Copies `input` into `out` and XORs the keystream, piece by piece, so each
-/// piece is still in cache when it is XORed (one pass, not copy + XOR).
-fn xor_into(keys: &MessageKeys, source: Source<'_>, out: &mut [u8]) -> Cb3Result<()> {
+/// Copies `input` into `out` and XORs the keystream from byte `offset` of
+/// the message on, piece by piece, so each piece is still in cache when it
+/// is XORed (one pass, not copy + XOR).
+fn xor_segment(keys: &MessageKeys, offset: usize, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
     let mut stream = keys.keystream();
+    // Only fails past 2^64 blocks, which no in-memory message reaches.
+    stream.try_seek(offset as u64).map_err(|_| cb3_result::InvalidArgument)?;
     for (index, piece) in out.chunks_mut(PIECE).enumerate() {
-        if let Source::Separate(input) = source {
+        if let Some(input) = input {
             let start = index * PIECE;
             piece.copy_from_slice(&input[start..start + piece.len()]);
         }
-        // Only fails past 2^64 blocks, which no in-memory message reaches.
         stream.try_apply_keystream(piece).map_err(|_| cb3_result::InvalidArgument)?;
     }
     Ok(())
 }
 
+/// XORs the whole message into `out`, split over `threads` segments.
+fn xor_into(keys: &MessageKeys, source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<()> {
+    let input_at = |start: usize, len: usize| match source {
+        Source::InPlace => None,
+        Source::Separate(input) => Some(&input[start..start + len]),
+    };
+    if threads <= 1 {
+        return xor_segment(keys, 0, input_at(0, out.len()), out);
+    }
+    let segment = parallel::segment_len(out.len(), threads);
+    let failed = AtomicBool::new(false);
+    rayon_core::scope(|scope| {
+        for (index, part) in out.chunks_mut(segment).enumerate() {
+            let (failed, input) = (&failed, input_at(index * segment, part.len()));
+            scope.spawn(move |_| {
+                if xor_segment(keys, index * segment, input, part).is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    if failed.load(Ordering::Relaxed) {
+        return Err(cb3_result::InvalidArgument);
+    }
+    Ok(())
+}
+
+/// Feeds `data` to the MAC: in one call (BLAKE3 hashes 16 chunks in parallel
+/// only when fed large aligned spans), on the pool's threads if `threads > 1`.
+fn mac_update(mac: &mut blake3::Hasher, data: &[u8], threads: usize) {
+    if threads > 1 {
+        mac.update_rayon(data);
+    } else {
+        mac.update(data);
+    }
+}
+
 /// Encrypts into `out` (same length as the data) and returns the tag.
-pub fn seal(key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], source: Source<'_>, out: &mut [u8]) -> Cb3Result<[u8; 32]> {
+///
+/// `max_threads` (0 = every core) applies to messages of at least
+/// `parallel::PARALLEL_MIN` bytes; the output does not depend on it.
+pub fn seal(
+    key: &[u8; 32],
+    nonce: &[u8; 24],
+    aad: &[u8],
+    source: Source<'_>,
+    out: &mut [u8],
+    max_threads: usize,
+) -> Cb3Result<[u8; 32]> {
     if out.len() < SMALL_MESSAGE {
         if let Source::Separate(input) = source {
             out.copy_from_slice(input);
@@ -124,12 +177,13 @@ pub fn seal(key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], source: Source<'_>, ou
         return Ok(reference(key).encrypt_in_place_detached(nonce, out, aad));
     }
     let keys = MessageKeys::derive(key, nonce);
-    xor_into(&keys, source, out)?;
-    // The MAC runs over the whole ciphertext in one update: BLAKE3 hashes
-    // 16 chunks in parallel only when fed large aligned spans.
-    let mut mac = keys.mac(aad);
-    mac.update(out);
-    Ok(finish_mac(mac, out.len()))
+    let threads = parallel::threads_for(max_threads, out.len());
+    parallel::install(threads, || {
+        xor_into(&keys, source, out, threads)?;
+        let mut mac = keys.mac(aad);
+        mac_update(&mut mac, out, threads);
+        Ok(finish_mac(mac, out.len()))
+    })
 }
 
 /// Verifies `tag` over the ciphertext, then (and only then) decrypts it into
@@ -141,6 +195,7 @@ pub fn open(
     tag: &[u8; 32],
     source: Source<'_>,
     out: &mut [u8],
+    max_threads: usize,
 ) -> Cb3Result<()> {
     if out.len() < SMALL_MESSAGE {
         // The crate decrypts in place; use a scratch copy so that `out` is
@@ -159,16 +214,19 @@ pub fn open(
         return verified.map_err(|_| cb3_result::DecryptionFailed);
     }
     let keys = MessageKeys::derive(key, nonce);
-    let mut mac = keys.mac(aad);
-    match source {
-        Source::InPlace => mac.update(out),
-        Source::Separate(input) => mac.update(input),
-    };
-    let expected = Zeroizing::new(finish_mac(mac, out.len()));
-    if !constant_time_eq::constant_time_eq_32(&expected, tag) {
-        return Err(cb3_result::DecryptionFailed);
-    }
-    xor_into(&keys, source, out)
+    let threads = parallel::threads_for(max_threads, out.len());
+    parallel::install(threads, || {
+        let mut mac = keys.mac(aad);
+        match source {
+            Source::InPlace => mac_update(&mut mac, out, threads),
+            Source::Separate(input) => mac_update(&mut mac, input, threads),
+        };
+        let expected = Zeroizing::new(finish_mac(mac, out.len()));
+        if !constant_time_eq::constant_time_eq_32(&expected, tag) {
+            return Err(cb3_result::DecryptionFailed);
+        }
+        xor_into(&keys, source, out, threads)
+    })
 }
 
 /// A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
@@ -180,11 +238,13 @@ pub fn open(
 #[derive(Zeroize, ZeroizeOnDrop)]
 pub struct cb3_aead {
     key: [u8; 32],
+    /// Threads for one message of at least 1 MiB (0 = every core).
+    max_threads: usize,
 }
 
 impl cb3_aead {
-    pub fn new(key: [u8; 32]) -> Self {
-        cb3_aead { key }
+    pub fn new(key: [u8; 32], max_threads: usize) -> Self {
+        cb3_aead { key, max_threads }
     }
 
     pub fn key(&self) -> &[u8; 32] {
@@ -212,7 +272,15 @@ unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<
 ///
 /// # Safety
 /// See `buffers`: valid `(ptr, len)` pairs.
-pub(crate) unsafe fn seal_combined(key: &[u8; 32], nonce: Raw, data: Raw, aad: Raw, out: *mut u8, out_len: usize) -> Cb3Result<usize> {
+pub(crate) unsafe fn seal_combined(
+    key: &[u8; 32],
+    nonce: Raw,
+    data: Raw,
+    aad: Raw,
+    out: *mut u8,
+    out_len: usize,
+    max_threads: usize,
+) -> Cb3Result<usize> {
     let nonce_bytes = fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength)?;
     let total = data.len.checked_add(CB3_TAG_SIZE).ok_or(cb3_result::InvalidArgument)?;
     if out.is_null() {
@@ -225,7 +293,7 @@ pub(crate) unsafe fn seal_combined(key: &[u8; 32], nonce: Raw, data: Raw, aad: R
     let tag_out = Raw::new(out.wrapping_add(data.len), CB3_TAG_SIZE)?;
     disjoint(&tag_out, &[data, aad, nonce])?;
     let (source, body) = data_and_output(data, body, &[aad, nonce])?;
-    let tag = seal(key, nonce_bytes, aad.as_slice(), source, body)?;
+    let tag = seal(key, nonce_bytes, aad.as_slice(), source, body, max_threads)?;
     ptr::copy_nonoverlapping(tag.as_ptr(), tag_out.ptr as *mut u8, CB3_TAG_SIZE);
     Ok(total)
 }
@@ -235,7 +303,15 @@ pub(crate) unsafe fn seal_combined(key: &[u8; 32], nonce: Raw, data: Raw, aad: R
 ///
 /// # Safety
 /// See `buffers`: valid `(ptr, len)` pairs.
-pub(crate) unsafe fn open_combined(key: &[u8; 32], nonce: Raw, input: Raw, aad: Raw, out: *mut u8, out_len: usize) -> Cb3Result<usize> {
+pub(crate) unsafe fn open_combined(
+    key: &[u8; 32],
+    nonce: Raw,
+    input: Raw,
+    aad: Raw,
+    out: *mut u8,
+    out_len: usize,
+    max_threads: usize,
+) -> Cb3Result<usize> {
     let nonce_bytes = fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength)?;
     if input.len < CB3_TAG_SIZE {
         return Err(cb3_result::DecryptionFailed);
@@ -251,7 +327,7 @@ pub(crate) unsafe fn open_combined(key: &[u8; 32], nonce: Raw, input: Raw, aad: 
     let tag = Raw::new(input.ptr.wrapping_add(body_len), CB3_TAG_SIZE)?;
     let out = Raw::new(out, body_len)?;
     let (source, out) = data_and_output(data, out, &[tag, aad, nonce])?;
-    open(key, nonce_bytes, aad.as_slice(), &*(tag.ptr as *const [u8; 32]), source, out)?;
+    open(key, nonce_bytes, aad.as_slice(), &*(tag.ptr as *const [u8; 32]), source, out, max_threads)?;
     Ok(body_len)
 }
 
@@ -280,7 +356,34 @@ pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: 
         if aead_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        *aead_out = Box::into_raw(Box::new(cb3_aead::new(*key)));
+        *aead_out = Box::into_raw(Box::new(cb3_aead::new(*key, 1)));
+        Ok(())
+    })
+}
+
+/// Like `cb3_aead_new`, for a cipher that splits each message of at least
+/// 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
+/// calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
+/// 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
+/// output is byte-for-byte the same for every `max_threads`. The threads
+/// belong to a pool per thread count that cb3 creates on first use and keeps
+/// for the life of the process.
+///
+/// Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
+/// written and nothing is allocated.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_new_with_threads(
+    key: *const u8,
+    key_len: usize,
+    max_threads: usize,
+    aead_out: *mut *mut cb3_aead,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
+        if aead_out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        *aead_out = Box::into_raw(Box::new(cb3_aead::new(*key, max_threads)));
         Ok(())
     })
 }
@@ -343,7 +446,15 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
         let aead = aead_ref(aead)?;
         fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
         let nonce = Raw::new(nonce, nonce_len)?;
-        let written = seal_combined(aead.key(), nonce, Raw::new(plaintext, plaintext_len)?, Raw::new(aad, aad_len)?, out, out_len)?;
+        let written = seal_combined(
+            aead.key(),
+            nonce,
+            Raw::new(plaintext, plaintext_len)?,
+            Raw::new(aad, aad_len)?,
+            out,
+            out_len,
+            aead.max_threads,
+        )?;
         store(out_n, written);
         Ok(())
     })
@@ -397,7 +508,15 @@ pub unsafe extern "C" fn cb3_aead_decrypt(
         let aead = aead_ref(aead)?;
         fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
         let nonce = Raw::new(nonce, nonce_len)?;
-        let written = open_combined(aead.key(), nonce, Raw::new(ciphertext, ciphertext_len)?, Raw::new(aad, aad_len)?, out, out_len)?;
+        let written = open_combined(
+            aead.key(),
+            nonce,
+            Raw::new(ciphertext, ciphertext_len)?,
+            Raw::new(aad, aad_len)?,
+            out,
+            out_len,
+            aead.max_threads,
+        )?;
         store(out_n, written);
         Ok(())
     })
@@ -459,7 +578,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
         let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
         disjoint(&tag_raw, &[data, aad, nonce_raw, body])?;
         let (source, body) = data_and_output(data, body, &[aad, nonce_raw])?;
-        let tag = seal(aead.key(), nonce, aad.as_slice(), source, body)?;
+        let tag = seal(aead.key(), nonce, aad.as_slice(), source, body, aead.max_threads)?;
         ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE);
         Ok(())
     })
@@ -519,7 +638,7 @@ pub unsafe extern "C" fn cb3_aead_decrypt_detached(
         }
         let out = Raw::new(plaintext_out, ciphertext_len)?;
         let (source, out) = data_and_output(data, out, &[tag_raw, aad, nonce_raw])?;
-        open(aead.key(), nonce, aad.as_slice(), tag, source, out)
+        open(aead.key(), nonce, aad.as_slice(), tag, source, out, aead.max_threads)
     })
 }
 
@@ -571,7 +690,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
         let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
         disjoint(&tag_raw, &[buf, aad, nonce_raw])?;
         disjoint(&buf, &[aad, nonce_raw])?;
-        let tag = seal(aead.key(), nonce, aad.as_slice(), Source::InPlace, buf.as_mut_slice())?;
+        let tag = seal(aead.key(), nonce, aad.as_slice(), Source::InPlace, buf.as_mut_slice(), aead.max_threads)?;
         ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE);
         Ok(())
     })
@@ -617,6 +736,6 @@ pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
         disjoint(&buf, &[tag_raw, aad, nonce_raw])?;
-        open(aead.key(), nonce, aad.as_slice(), tag, Source::InPlace, buf.as_mut_slice())
+        open(aead.key(), nonce, aad.as_slice(), tag, Source::InPlace, buf.as_mut_slice(), aead.max_threads)
     })
 }

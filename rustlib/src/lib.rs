@@ -12,6 +12,7 @@ pub mod bench;
 pub mod buffers;
 pub mod errors;
 pub mod info;
+pub mod parallel;
 pub mod stream;
 
 pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};

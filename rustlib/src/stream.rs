@@ -184,7 +184,7 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
         let stream = stream_ref(stream)?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        let written = stream.next(|key, nonce| seal_combined(key, nonce_raw(nonce), data, aad, out, out_len))?;
+        let written = stream.next(|key, nonce| seal_combined(key, nonce_raw(nonce), data, aad, out, out_len, 1))?;
         store(out_n, written);
         Ok(())
     })
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn cb3_stream_decrypt(
         let stream = stream_ref(stream)?;
         let input = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        let written = stream.next(|key, nonce| open_combined(key, nonce_raw(nonce), input, aad, out, out_len))?;
+        let written = stream.next(|key, nonce| open_combined(key, nonce_raw(nonce), input, aad, out, out_len, 1))?;
         store(out_n, written);
         Ok(())
     })

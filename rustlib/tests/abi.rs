@@ -283,3 +283,40 @@ fn stream_exhaustion_is_sticky() {
     let mut p = ptr::null_mut();
     assert_eq!(unsafe { cb3_stream_new([1u8; 32].as_ptr(), 32, [2u8; 24].as_ptr(), 24, u64::MAX, &mut p) }, cb3_result::InvalidArgument);
 }
+
+/// `max_threads` changes who computes, never the bytes: every split point
+/// around the 1 MiB threshold and the 64-byte segment rounding.
+#[test]
+fn multithreaded_output_is_identical() {
+    let one_mib = 1usize << 20;
+    for (i, &len) in [one_mib - 1, one_mib, one_mib + 1, one_mib + 63, one_mib + 64, 2 * one_mib + 65, 3 * one_mib + 17]
+        .iter()
+        .enumerate()
+    {
+        let key = bytes(i as u64 + 70, 32);
+        let nonce = bytes(i as u64 + 80, 24);
+        let aad = bytes(i as u64 + 90, i * 7);
+        let pt = bytes(i as u64 + 100, len);
+        let expected = ChaCha20Blake3::new(key.clone().try_into().unwrap()).encrypt(nonce.as_slice().try_into().unwrap(), &pt, &aad);
+        for threads in [0usize, 2, 3, 4, 7] {
+            let mut p = ptr::null_mut();
+            assert_eq!(unsafe { cb3_aead_new_with_threads(key.as_ptr(), 32, threads, &mut p) }, cb3_result::Ok);
+            let aead = Aead(p);
+            let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
+            assert!(ct == expected, "length {len}, {threads} threads");
+            assert_eq!(aead.decrypt(&nonce, &ct, &aad).unwrap(), pt);
+            let mut bad = ct.clone();
+            bad[len / 2] ^= 4;
+            assert_eq!(aead.decrypt(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed));
+            // In place, split over the same threads.
+            let mut buf = pt.clone();
+            let mut tag = [0u8; 32];
+            let r = unsafe { cb3_aead_encrypt_in_place(aead.0, nonce.as_ptr(), 24, buf.as_mut_ptr(), len, aad.as_ptr(), aad.len(), tag.as_mut_ptr(), 32) };
+            assert_eq!(r, cb3_result::Ok);
+            assert!(buf[..] == expected[..len] && tag[..] == expected[len..]);
+        }
+    }
+    let mut p = ptr::null_mut();
+    assert_eq!(unsafe { cb3_aead_new_with_threads([0u8; 31].as_ptr(), 31, 2, &mut p) }, cb3_result::InvalidKeyLength);
+    assert!(p.is_null());
+}

@@ -276,6 +276,37 @@ static void test_new_and_free(void)
     cb3_aead_free(NULL);
 }
 
+/* cb3_aead_new_with_threads: same argument checks as cb3_aead_new, and the
+ * same bytes whatever the thread count (a 3 MiB message is split). */
+static void test_new_with_threads(void)
+{
+    uint8_t key[32] = {0};
+    cb3_aead *aead = NULL;
+    CHECK_RESULT(cb3_aead_new_with_threads(NULL, 32, 2, &aead), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_aead_new_with_threads(key, 31, 2, &aead), CB3_RESULT_INVALID_KEY_LENGTH);
+    CHECK_RESULT(cb3_aead_new_with_threads(key, 32, 2, NULL), CB3_RESULT_NULL_PARAMETER);
+    CHECK(aead == NULL);
+    const size_t len = 3 * 1024 * 1024 + 5;
+    uint8_t *pt = malloc(len), *one = malloc(len + CB3_TAG_SIZE), *many = malloc(len + CB3_TAG_SIZE);
+    if (!CHECK(pt && one && many))
+        return;
+    pattern(pt, len, 9);
+    cb3_aead *single = new_aead(KEY);
+    size_t threads[] = {0, 2, 3};
+    CHECK_RESULT(cb3_aead_encrypt(single, NONCE, 24, pt, len, AAD, 7, one, len + CB3_TAG_SIZE, NULL), CB3_RESULT_OK);
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        if (!CHECK_RESULT(cb3_aead_new_with_threads(KEY, 32, threads[i], &aead), CB3_RESULT_OK))
+            continue;
+        CHECK_RESULT(cb3_aead_encrypt(aead, NONCE, 24, pt, len, AAD, 7, many, len + CB3_TAG_SIZE, NULL), CB3_RESULT_OK);
+        CHECK(memcmp(one, many, len + CB3_TAG_SIZE) == 0);
+        cb3_aead_free(aead);
+    }
+    cb3_aead_free(single);
+    free(pt);
+    free(one);
+    free(many);
+}
+
 /* NULL pointers, wrong lengths, lengths above PTRDIFF_MAX: the right code,
  * nothing written. Zero-length buffers may be NULL. */
 static void test_arguments(const cb3_aead *aead)
@@ -660,6 +691,7 @@ int main(void)
     pattern(AAD, sizeof AAD, 3);
     test_vectors();
     test_new_and_free();
+    test_new_with_threads();
     cb3_aead *aead = new_aead(KEY);
     for (size_t i = 0; i < N_LENGTHS; i++)
         test_roundtrip(aead, LENGTHS[i]);
