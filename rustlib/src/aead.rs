@@ -192,7 +192,7 @@ impl cb3_aead {
 ///
 /// # Safety
 /// See `buffers`: valid `(ptr, len)` pairs.
-unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
+pub(crate) unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
     disjoint(&out, others)?;
     if data.len > 0 && data.ptr == out.ptr {
         return Ok((Source::InPlace, out.as_mut_slice()));

@@ -39,6 +39,14 @@ pub enum cb3_result {
     /// A bug: Rust code panicked. The panic was caught at the boundary and
     /// nothing was written.
     Panic = 3009,
+    /// A raw ChaCha keystream would pass the end of its block counter (2^32
+    /// blocks with a 12- or 24-byte nonce, 2^64 with an 8-byte nonce). The
+    /// counter never wraps: nothing was processed and the position is unchanged.
+    CounterOverflow = 3010,
+    /// The operating system reported an I/O error (opening or reading a
+    /// file). The function's `os_error` output holds the `errno` value, or 0
+    /// when the error had none.
+    IoError = 3011,
 }
 
 impl cb3_result {
@@ -58,6 +66,10 @@ impl cb3_result {
             }
             Self::InvalidArgument => c"invalid argument",
             Self::Panic => c"internal error: a Rust panic was caught at the C boundary",
+            Self::CounterOverflow => {
+                c"the ChaCha keystream is exhausted: the block counter would overflow (it never wraps)"
+            }
+            Self::IoError => c"an operating-system I/O error occurred",
         }
     }
 }

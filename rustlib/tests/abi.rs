@@ -204,7 +204,8 @@ fn result_messages_are_distinct() {
     use cb3::errors::cb3_result_message;
     let codes = [cb3_result::Ok, cb3_result::NullParameter, cb3_result::InvalidKeyLength, cb3_result::InvalidNonceLength,
         cb3_result::InvalidTagLength, cb3_result::InsufficientSize, cb3_result::OverlappingBuffers, cb3_result::DecryptionFailed,
-        cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic];
+        cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic, cb3_result::CounterOverflow,
+        cb3_result::IoError];
     let messages: std::collections::HashSet<_> = codes.iter().map(|&c| unsafe { std::ffi::CStr::from_ptr(cb3_result_message(c)) }).collect();
     assert_eq!(messages.len(), codes.len());
 }
