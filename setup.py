@@ -87,7 +87,7 @@ class build_ext_rust(build_ext):
 
 def extension():
     # A fresh Extension (and fresh lists): hpy.devel edits them in place.
-    sources = ["module.c", "errors.c", "buffers.c", "args.c", "aead.c", "stream.c"]
+    sources = ["module.c", "errors.c", "buffers.c", "args.c", "aead.c", "stream.c", "hash.c", "chacha.c"]
     return Extension(
         "cb3._cb3",
         sources=[f"cext/{name}" for name in sources],

@@ -7,6 +7,8 @@
  *   args.c     vectorcall argument parsing with strict checks
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
+ *   hash.c     blake3, hash, keyed_hash, derive_key
+ *   chacha.c   ChaCha20, hchacha20
  */
 #ifndef CB3EXT_H
 #define CB3EXT_H
@@ -34,6 +36,7 @@
 
 /* The module's Python-level exception classes, loaded once at init. */
 extern HPyGlobal cb3_DecryptionError;
+extern HPyGlobal cb3_KeystreamExhaustedError;
 
 /* Lengths the caller passed, so messages can say what was wrong. */
 typedef struct {
@@ -119,6 +122,7 @@ typedef struct {
     const char *names[CB3_MAX_ARGS + 1]; /* NULL-terminated */
     int required;                      /* the first `required` names are required */
     int max_positional;                /* 0: every name may be passed positionally */
+    int positional_only;               /* the first `positional_only` names cannot be keywords */
 } cb3_argspec;
 
 /* Parses vectorcall arguments (positional `args[0..nargs)`, then values for
@@ -134,9 +138,24 @@ int cb3_parse_new_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args
                        HPy *out, HPy *owned);
 void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
 
+/* An integer argument (an int or any object with __index__) as uint64_t.
+ * Not an integer: TypeError naming `name`; negative or 2**64 and above:
+ * `range_error` (e.g. ctx->h_OverflowError). Returns 0, or -1 with the
+ * exception set. */
+int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out);
+
 /* ---- types ---- */
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;
+extern HPyType_Spec cb3_blake3_spec;
+extern HPyType_Spec cb3_ChaCha20_spec;
+
+/* ---- module-level functions ---- */
+
+extern HPyDef cb3_hash_def;        /* hash.c */
+extern HPyDef cb3_keyed_hash_def;  /* hash.c */
+extern HPyDef cb3_derive_key_def;  /* hash.c */
+extern HPyDef cb3_hchacha20_def;   /* chacha.c */
 
 #endif /* CB3EXT_H */
