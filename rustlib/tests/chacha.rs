@@ -422,3 +422,48 @@ fn shared_between_threads() {
     }
     assert!(pieces.is_empty());
 }
+
+/// Short reads, seeks back into keystream generated earlier, and runs that
+/// end in 1- or 2-block tails, against the reference.
+#[test]
+fn random_seeks_and_sizes() {
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = move |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    for &nonce_len in &NONCE_LENGTHS {
+        for &n in &ROUNDS {
+            let key = bytes(n as u64 * 7 + nonce_len as u64, 32);
+            let nonce = bytes(n as u64 * 11 + nonce_len as u64, nonce_len);
+            let span = 64 * 40;
+            let reference = reference_keystream(&key, &nonce, n, 0, span + 4096);
+            let cipher = Chacha::new(&key, &nonce, 0, n).unwrap();
+            for _ in 0..300 {
+                if next(3) == 0 {
+                    assert_eq!(cipher.seek(u128::from(next(span as u64))), cb3_result::Ok);
+                }
+                let at = cipher.position() as usize;
+                let len = match next(4) {
+                    0 => next(70) as usize,
+                    1 => 64 * next(40) as usize,
+                    2 => 64 * (16 + next(3) as usize) + next(64) as usize,
+                    _ => next(300) as usize,
+                };
+                let len = len.min(reference.len() - at);
+                let data = bytes(at as u64, len);
+                let expected: Vec<u8> = data.iter().zip(&reference[at..]).map(|(d, k)| d ^ k).collect();
+                if next(2) == 0 {
+                    assert_eq!(cipher.apply(&data).unwrap(), expected, "{nonce_len} {n} at {at} len {len}");
+                } else {
+                    let mut buf = data.clone();
+                    assert_eq!(cipher.apply_in_place(&mut buf), cb3_result::Ok);
+                    assert_eq!(buf, expected, "{nonce_len} {n} at {at} len {len} in place");
+                }
+                assert_eq!(cipher.position(), (at + len) as u128);
+            }
+        }
+    }
+}
