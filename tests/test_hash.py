@@ -519,6 +519,32 @@ def test_gil_released_for_large_updates():
     assert longest < one_update / 2, (longest, one_update)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() in a process with threads
+def test_threads_after_fork():
+    # A forked child has none of the parent's pool threads: cb3 builds new
+    # pools there instead of waiting forever (blake3-py hangs in this case).
+    data = bytes(1 << 20)
+    expected = blake3(data).digest()
+    own_pool = blake3(max_threads=2)
+    own_pool.update(data)  # builds this hasher's pool
+    assert blake3(data, max_threads=blake3.AUTO).digest() == expected  # builds the AUTO pool
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        import signal
+
+        signal.alarm(20)
+        ok = blake3(data, max_threads=blake3.AUTO).digest() == expected
+        inherited = own_pool.copy()
+        inherited.reset()
+        ok = ok and inherited.update(data).digest() == expected
+        ok = ok and blake3(data, max_threads=3).digest() == expected
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert blake3(data, max_threads=blake3.AUTO).digest() == expected  # the parent's pool still works
+
+
 # ---- one-shot helpers ----
 
 

@@ -88,7 +88,8 @@
 
 /**
  * `max_threads` value that lets the library choose the number of threads
- * (rayon's global pool: one per logical core, or `RAYON_NUM_THREADS`).
+ * (a shared pool of rayon's default size: one thread per logical core, or
+ * `RAYON_NUM_THREADS`).
  */
 #define CB3_BLAKE3_AUTO 0
 
@@ -411,11 +412,13 @@ const char *cb3_result_message(enum cb3_result result);
 /**
  * Creates a hasher for the default (unkeyed) BLAKE3 hash.
  *
- * `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0:
- * rayon's global pool) or a larger maximum number of threads for a pool
- * owned by the hasher (built on the first input of at least 128 KiB).
- * Small inputs are always hashed on the calling thread; the digest does not
- * depend on `max_threads`. On failure `*hasher_out` is not written.
+ * `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
+ * process-wide pool, one thread per logical core) or a larger maximum
+ * number of threads for a pool owned by the hasher. Pools are built on the
+ * first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
+ * child process after `fork()`. Smaller inputs are always hashed on the
+ * calling thread; the digest does not depend on `max_threads`. On failure
+ * `*hasher_out` is not written.
  */
 enum cb3_result cb3_blake3_new(size_t max_threads, struct cb3_blake3 **hasher_out);
 

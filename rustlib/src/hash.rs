@@ -6,15 +6,23 @@
 //!
 //! Threads: a hasher made with `max_threads == 1` hashes on the calling
 //! thread. With `CB3_BLAKE3_AUTO` (0) large inputs are hashed with
-//! `Hasher::update_rayon` on rayon's global pool (one thread per logical
-//! core, or `RAYON_NUM_THREADS`). With `max_threads > 1` the hasher owns a
-//! rayon pool of that many threads, built on the first input large enough to
-//! use it and shared with its copies. Inputs below
-//! [`CB3_BLAKE3_PARALLEL_MIN`] are hashed on the calling thread in every mode
-//! (rayon only costs time there); the digest never depends on the mode.
+//! `Hasher::update_rayon` on a process-wide rayon pool of rayon's default
+//! size (one thread per logical core, or `RAYON_NUM_THREADS`). With
+//! `max_threads > 1` the hasher owns a rayon pool of that many threads,
+//! shared with its copies. Pools are built on the first input large enough
+//! to use them: inputs below [`CB3_BLAKE3_PARALLEL_MIN`] are hashed on the
+//! calling thread in every mode (rayon only costs time there). The digest
+//! never depends on the mode.
+//!
+//! Fork safety: a child process made by `fork()` has none of its parent's
+//! pool threads, so a rayon pool inherited from the parent (rayon's global
+//! pool included) would wait forever for them. Every pool here remembers the
+//! process that built it, and a child builds its own on first use (the
+//! stale one is leaked, its threads existing only in the parent). A pool
+//! that cannot be built leaves the hasher single-threaded.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
@@ -28,7 +36,8 @@ pub const CB3_BLAKE3_KEY_LEN: usize = 32;
 /// The BLAKE3 block size in bytes.
 pub const CB3_BLAKE3_BLOCK_LEN: usize = 64;
 /// `max_threads` value that lets the library choose the number of threads
-/// (rayon's global pool: one per logical core, or `RAYON_NUM_THREADS`).
+/// (a shared pool of rayon's default size: one thread per logical core, or
+/// `RAYON_NUM_THREADS`).
 pub const CB3_BLAKE3_AUTO: usize = 0;
 
 /// Inputs shorter than this many bytes are hashed on the calling thread even
@@ -39,13 +48,51 @@ pub const CB3_BLAKE3_PARALLEL_MIN: usize = 128 * 1024;
 /// `errno` reported for a path that contains a NUL byte (EINVAL).
 const EINVAL: i32 = 22;
 
+/// A rayon pool built on first use and rebuilt in a forked child.
+struct LazyPool {
+    /// Number of threads; 0 for rayon's default.
+    threads: usize,
+    /// The pool and the process id that built it.
+    slot: Mutex<Option<(u32, Arc<ThreadPool>)>>,
+}
+
+impl LazyPool {
+    const fn new(threads: usize) -> Self {
+        LazyPool { threads, slot: Mutex::new(None) }
+    }
+
+    /// This process's pool, or None if it cannot be built.
+    fn get(&self) -> Option<Arc<ThreadPool>> {
+        let pid = std::process::id();
+        let mut slot = self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((owner, pool)) = &*slot {
+            if *owner == pid {
+                return Some(Arc::clone(pool));
+            }
+        }
+        if let Some((_, stale)) = slot.take() {
+            // Built by the parent: its threads are not in this process.
+            std::mem::forget(stale);
+        }
+        let mut builder = ThreadPoolBuilder::new();
+        if self.threads > 0 {
+            builder = builder.num_threads(self.threads);
+        }
+        let pool = Arc::new(builder.build().ok()?);
+        *slot = Some((pid, Arc::clone(&pool)));
+        Some(pool)
+    }
+}
+
+/// The pool of `CB3_BLAKE3_AUTO` hashers.
+static AUTO_POOL: LazyPool = LazyPool::new(0);
+
 /// How a hasher may use threads.
 enum Threads {
     Single,
     Auto,
-    /// A pool of `max` threads, built on first use (None if it could not be
-    /// built: the hasher then stays single-threaded).
-    Pool { max: usize, pool: Arc<OnceLock<Option<ThreadPool>>> },
+    /// A pool of its own (shared with copies of the hasher).
+    Pool(Arc<LazyPool>),
 }
 
 impl Threads {
@@ -53,7 +100,7 @@ impl Threads {
         match max_threads {
             CB3_BLAKE3_AUTO => Threads::Auto,
             1 => Threads::Single,
-            max => Threads::Pool { max, pool: Arc::new(OnceLock::new()) },
+            max => Threads::Pool(Arc::new(LazyPool::new(max))),
         }
     }
 
@@ -61,28 +108,26 @@ impl Threads {
         match self {
             Threads::Single => Threads::Single,
             Threads::Auto => Threads::Auto,
-            Threads::Pool { max, pool } => Threads::Pool { max: *max, pool: Arc::clone(pool) },
+            Threads::Pool(pool) => Threads::Pool(Arc::clone(pool)),
         }
     }
 
-    /// Runs `parallel` on `state` where the mode says (rayon's global pool,
-    /// or this hasher's own), else `single` on the calling thread.
+    /// Runs `parallel` on `state` in the mode's pool, else (single-threaded,
+    /// or no pool could be built) `single` on the calling thread.
     fn run<T: Send>(
         &self,
         state: &mut blake3::Hasher,
         single: impl FnOnce(&mut blake3::Hasher) -> T,
         parallel: impl FnOnce(&mut blake3::Hasher) -> T + Send,
     ) -> T {
-        match self {
-            Threads::Single => single(state),
-            Threads::Auto => parallel(state),
-            Threads::Pool { max, pool } => {
-                let pool = pool.get_or_init(|| ThreadPoolBuilder::new().num_threads(*max).build().ok());
-                match pool {
-                    Some(pool) => pool.install(|| parallel(state)),
-                    None => single(state),
-                }
-            }
+        let pool = match self {
+            Threads::Single => None,
+            Threads::Auto => AUTO_POOL.get(),
+            Threads::Pool(pool) => pool.get(),
+        };
+        match pool {
+            Some(pool) => pool.install(|| parallel(state)),
+            None => single(state),
         }
     }
 }
@@ -159,11 +204,13 @@ unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&
 
 /// Creates a hasher for the default (unkeyed) BLAKE3 hash.
 ///
-/// `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0:
-/// rayon's global pool) or a larger maximum number of threads for a pool
-/// owned by the hasher (built on the first input of at least 128 KiB).
-/// Small inputs are always hashed on the calling thread; the digest does not
-/// depend on `max_threads`. On failure `*hasher_out` is not written.
+/// `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
+/// process-wide pool, one thread per logical core) or a larger maximum
+/// number of threads for a pool owned by the hasher. Pools are built on the
+/// first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
+/// child process after `fork()`. Smaller inputs are always hashed on the
+/// calling thread; the digest does not depend on `max_threads`. On failure
+/// `*hasher_out` is not written.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_new(max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> cb3_result {
     ffi_boundary(|| give(blake3::Hasher::new(), max_threads, hasher_out))
