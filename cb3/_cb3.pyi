@@ -55,6 +55,9 @@ class blake3:
     block_size: ClassVar[int]
     key_size: ClassVar[int]
     AUTO: ClassVar[int]
+    # blake3-py's module-level names (see cb3/hash.py):
+    blake3: ClassVar[type[blake3]]
+    __version__: ClassVar[str]
     def __init__(
         self,
         data: Buffer | None = None,

@@ -565,6 +565,18 @@ def test_one_shot_arguments():
     assert cb3.hash(b"abc", 0) == b""
 
 
+def test_import_spellings():
+    # blake3-py's `import blake3; blake3.blake3(...)` ports as `import cb3.blake3 as blake3`.
+    import cb3.blake3 as module_spelling
+    from cb3.blake3 import __version__
+    from cb3.blake3 import blake3 as from_spelling
+
+    assert module_spelling is from_spelling is blake3
+    assert module_spelling.blake3(b"abc").digest() == reference.blake3(b"abc").digest()
+    assert module_spelling.blake3.AUTO == -1
+    assert isinstance(__version__, str) and len(__version__.split(".")) == 3
+
+
 def test_exports():
     import cb3.hash as hash_module_attr  # noqa: F401 - the attribute is the function
 
