@@ -365,6 +365,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error: {_describe(e)}", file=sys.stderr)
         return 1
     length = 32 if args.length is None else args.length
+    try:
+        return _run(base, files, length, args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, and keep the
+        # interpreter from complaining again when it flushes stdout at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # no real file descriptor (e.g. captured)
+            pass
+        return 1
+
+
+def _run(base: blake3, files: list[str], length: int, args: argparse.Namespace) -> int:
     failures = 0
     try:
         for path in files:
@@ -402,10 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             s = "" if failures == 1 else "s"
             _error(f"WARNING: {failures} computed checksum{s} did NOT match")
     finally:
-        try:
-            sys.stdout.flush()
-        except BrokenPipeError:  # e.g. `| head`: nothing more to say
-            pass
+        sys.stdout.flush()
     return 1 if failures else 0
 
 

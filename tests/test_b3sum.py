@@ -170,6 +170,20 @@ def test_python_dash_m(files):
     assert result.stdout == f"{HELLO}  hello\n{ABC}  -\n".encode()
 
 
+def test_broken_pipe_is_quiet(files):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cb3.b3sum", "--no-names", "-l", "100000000", "hello"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdout.read(10) == reference.blake3(b"hello").hexdigest(5).encode()
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait() == 1
+    assert b"Traceback" not in stderr and b"BrokenPipe" not in stderr
+
+
 def test_progress_bar_on_a_terminal(files):
     # A sparse file just over the threshold; stderr is a pseudo-terminal.
     big = files / "large"
