@@ -488,35 +488,40 @@ def test_shared_between_threads():
 
 
 def test_gil_released_for_large_updates():
-    # While a worker thread hashes large inputs, this thread keeps running:
-    # the longest pause it sees is far shorter than one update.
+    # While a worker thread hashes a large input, this thread keeps running:
+    # the longest pause it sees is far shorter than the update (which it
+    # would not be if the GIL were held). Best of three, for loaded machines.
     import time
 
-    data = bytes(64 * 1024 * 1024)
-    start = time.perf_counter()
-    blake3().update(data)
-    one_update = time.perf_counter() - start
+    data = bytes(256 * 1024 * 1024)
 
-    def work():
-        hasher = blake3()
-        for _ in range(6):
-            hasher.update(data)
+    def attempt():
+        start = time.perf_counter()
+        blake3().update(data)
+        one_update = time.perf_counter() - start
+        worker = threading.Thread(target=lambda: blake3().update(data))
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-3)
+        try:
+            worker.start()
+            last = time.perf_counter()
+            longest = 0.0
+            while worker.is_alive():
+                now = time.perf_counter()
+                longest = max(longest, now - last)
+                last = now
+            worker.join()
+        finally:
+            sys.setswitchinterval(old)
+        return longest, one_update
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-3)
-    try:
-        worker = threading.Thread(target=work)
-        worker.start()
-        last = time.perf_counter()
-        longest = 0.0
-        while worker.is_alive():
-            now = time.perf_counter()
-            longest = max(longest, now - last)
-            last = now
-        worker.join()
-    finally:
-        sys.setswitchinterval(old)
-    assert longest < one_update / 2, (longest, one_update)
+    results = []
+    for _ in range(3):
+        longest, one_update = attempt()
+        results.append((longest, one_update))
+        if longest < one_update / 2:
+            return
+    pytest.fail(f"the GIL seems held during update(): (longest pause, one update) = {results}")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
