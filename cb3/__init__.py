@@ -3,13 +3,20 @@
     import cb3
     key, nonce = cb3.generate_key(), cb3.generate_nonce()
     ct = cb3.ChaCha20Blake3(key).encrypt(nonce, b"data", b"header")
+
+Also BLAKE3 hashing (cb3.blake3, a drop-in for blake3-py; cb3.hash,
+cb3.keyed_hash, cb3.derive_key) and the raw ChaCha ciphers (cb3.chacha20).
+Note that cb3.hash is the one-shot function; the module that defines it is
+sys.modules["cb3.hash"].
 """
 
 from . import errors  # first: the extension loads its exception classes from it
 from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
-from .errors import DecryptionError, InvalidTag
+from .errors import DecryptionError, InvalidTag, KeystreamExhaustedError
 from .stream import Stream
+from . import chacha20  # the submodule cb3.chacha20
+from .hash import blake3, derive_key, hash, keyed_hash  # binds cb3.hash to the function, over the submodule
 
 # The C API for other extensions: where cb3.h and libcb3.a are (cb3/capi.py).
 from .capi import get_include, get_libraries, get_library_dir, get_link_args
@@ -22,6 +29,12 @@ __all__ = [
     "Stream",
     "DecryptionError",
     "InvalidTag",
+    "KeystreamExhaustedError",
+    "blake3",
+    "hash",
+    "keyed_hash",
+    "derive_key",
+    "chacha20",
     "generate_key",
     "generate_nonce",
     "KEY_SIZE",

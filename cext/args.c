@@ -24,6 +24,10 @@ static int put_keyword(HPyContext *ctx, const cb3_argspec *spec, int nnames, HPy
         return -1;
     for (int i = 0; i < nnames; i++) {
         if (strcmp(text, spec->names[i]) == 0) {
+            if (i < spec->positional_only)
+                return cb3_raisef(ctx, ctx->h_TypeError,
+                                  "%s() got some positional-only arguments passed as keyword arguments: '%s'",
+                                  spec->function, spec->names[i]);
             if (!HPy_IsNull(out[i]))
                 return cb3_raisef(ctx, ctx->h_TypeError, "%s() got multiple values for argument '%s'",
                                   spec->function, spec->names[i]);
@@ -124,4 +128,40 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n)
             HPy_Close(ctx, handles[i]);
         handles[i] = HPy_NULL;
     }
+}
+
+int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out)
+{
+    if (HPy_TypeCheck(ctx, obj, ctx->h_LongType)) { /* the common case: an int */
+        uint64_t value = HPyLong_AsUInt64_t(ctx, obj);
+        if (!(value == (uint64_t)-1 && HPyErr_Occurred(ctx))) {
+            *out = value;
+            return 0;
+        }
+        HPyErr_Clear(ctx);
+    }
+    HPy index = HPy_Index(ctx, obj);
+    if (HPy_IsNull(index)) {
+        HPyErr_Clear(ctx);
+        PyObject *py = HPy_AsPyObject(ctx, obj);
+        cb3_raisef(ctx, ctx->h_TypeError, "%s must be an int, not '%s'", name, py ? Py_TYPE(py)->tp_name : "?");
+        Py_XDECREF(py);
+        return -1;
+    }
+    uint64_t value = HPyLong_AsUInt64_t(ctx, index);
+    int status = 0;
+    if (value == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
+        HPyErr_Clear(ctx);
+        HPy zero = HPyLong_FromLong(ctx, 0);
+        int negative = HPy_RichCompareBool(ctx, index, zero, HPy_LT);
+        HPy_Close(ctx, zero);
+        if (negative)
+            status = cb3_raisef(ctx, range_error, "%s must not be negative", name);
+        else
+            status = cb3_raisef(ctx, range_error, "%s must be less than 2**64", name);
+    } else {
+        *out = value;
+    }
+    HPy_Close(ctx, index);
+    return status;
 }

@@ -8,6 +8,8 @@
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
  *   bench.c    timing the chacha20-blake3 crate itself, for `python -m cb3 bench`
+ *   hash.c     blake3, hash, keyed_hash, derive_key
+ *   chacha.c   ChaCha20, hchacha20
  */
 #ifndef CB3EXT_H
 #define CB3EXT_H
@@ -38,6 +40,7 @@
 
 /* The module's Python-level exception classes, loaded once at init. */
 extern HPyGlobal cb3_DecryptionError;
+extern HPyGlobal cb3_KeystreamExhaustedError;
 
 /* Lengths the caller passed, so messages can say what was wrong. */
 typedef struct {
@@ -123,6 +126,7 @@ typedef struct {
     const char *names[CB3_MAX_ARGS + 1]; /* NULL-terminated */
     int required;                      /* the first `required` names are required */
     int max_positional;                /* 0: every name may be passed positionally */
+    int positional_only;               /* the first `positional_only` names cannot be keywords */
 } cb3_argspec;
 
 /* Parses vectorcall arguments (positional `args[0..nargs)`, then values for
@@ -141,10 +145,24 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
 /* ---- module-level functions (bench.c) ---- */
 
 extern HPyDef bench_reference;
+/* An integer argument (an int or any object with __index__) as uint64_t.
+ * Not an integer: TypeError naming `name`; negative or 2**64 and above:
+ * `range_error` (e.g. ctx->h_OverflowError). Returns 0, or -1 with the
+ * exception set. */
+int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out);
 
 /* ---- types ---- */
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;
+extern HPyType_Spec cb3_blake3_spec;
+extern HPyType_Spec cb3_ChaCha20_spec;
+
+/* ---- module-level functions ---- */
+
+extern HPyDef cb3_hash_def;        /* hash.c */
+extern HPyDef cb3_keyed_hash_def;  /* hash.c */
+extern HPyDef cb3_derive_key_def;  /* hash.c */
+extern HPyDef cb3_hchacha20_def;   /* chacha.c */
 
 #endif /* CB3EXT_H */

@@ -5,6 +5,7 @@
 #include "cb3ext.h"
 
 HPyGlobal cb3_DecryptionError;
+HPyGlobal cb3_KeystreamExhaustedError;
 
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 {
@@ -36,6 +37,17 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         HPy_Close(ctx, type);
         return -1;
     }
+    case CB3_RESULT_COUNTER_OVERFLOW: {
+        HPy type = HPyGlobal_Load(ctx, cb3_KeystreamExhaustedError);
+        HPyErr_SetString(ctx, type,
+                         "the ChaCha keystream is exhausted for this key and nonce: the block counter would "
+                         "overflow (2**32 blocks with a 12- or 24-byte nonce, 2**64 with an 8-byte one); "
+                         "nothing was processed");
+        HPy_Close(ctx, type);
+        return -1;
+    }
+    case CB3_RESULT_IO_ERROR:
+        return cb3_raisef(ctx, ctx->h_OSError, "%s", cb3_result_message(result));
     case CB3_RESULT_STREAM_EXHAUSTED:
         return cb3_raisef(ctx, ctx->h_OverflowError, "%s", cb3_result_message(result));
     case CB3_RESULT_INSUFFICIENT_SIZE:

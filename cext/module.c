@@ -1,5 +1,5 @@
-/* The module cb3._cb3: multi-phase init registers the types and loads the
- * exception classes that cb3/errors.py defines. */
+/* The module cb3._cb3: multi-phase init registers the types and functions and
+ * loads the exception classes that cb3/errors.py defines. */
 #include "cb3ext.h"
 
 HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "The version of the Rust core (rustlib).")
@@ -54,11 +54,15 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
     if (HPy_IsNull(errors))
         return -1;
     int status = load_exception(ctx, errors, "DecryptionError", &cb3_DecryptionError);
+    if (status == 0)
+        status = load_exception(ctx, errors, "KeystreamExhaustedError", &cb3_KeystreamExhaustedError);
     HPy_Close(ctx, errors);
     if (status < 0)
         return -1;
     if (!HPyHelpers_AddType(ctx, module, "ChaCha20Blake3", &cb3_ChaCha20Blake3_spec, NULL) ||
-        !HPyHelpers_AddType(ctx, module, "Stream", &cb3_Stream_spec, NULL))
+        !HPyHelpers_AddType(ctx, module, "Stream", &cb3_Stream_spec, NULL) ||
+        !HPyHelpers_AddType(ctx, module, "blake3", &cb3_blake3_spec, NULL) ||
+        !HPyHelpers_AddType(ctx, module, "ChaCha20", &cb3_ChaCha20_spec, NULL))
         return -1;
 #if defined(HPY_ABI_CPYTHON)
     const char *abi = "cpython";
@@ -67,16 +71,22 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 #endif
     if (add_int(ctx, module, "KEY_SIZE", CB3_KEY_SIZE) < 0 || add_int(ctx, module, "NONCE_SIZE", CB3_NONCE_SIZE) < 0 ||
         add_int(ctx, module, "TAG_SIZE", CB3_TAG_SIZE) < 0 ||
-        add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_int(ctx, module, "AUTO", CB3_AUTO) < 0 || add_string(ctx, module, "HPY_ABI", abi) < 0)
+        add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_int(ctx, module, "AUTO", CB3_AUTO) < 0 ||
+        add_int(ctx, module, "BLAKE3_PARALLEL_MIN", CB3_BLAKE3_PARALLEL_MIN) < 0 ||
+        add_string(ctx, module, "HPY_ABI", abi) < 0)
         return -1;
     return 0;
 }
 
-static HPyDef *module_defines[] = {&module_exec, &version, &simd_backend, &bench_reference, NULL};
-static HPyGlobal *module_globals[] = {&cb3_DecryptionError, NULL};
+static HPyDef *module_defines[] = {
+    &module_exec,        &version,           &simd_backend,      &bench_reference,   &cb3_hash_def,
+    &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def, NULL,
+};
+static HPyGlobal *module_globals[] = {&cb3_DecryptionError, &cb3_KeystreamExhaustedError, NULL};
 
 static HPyModuleDef moduledef = {
-    .doc = "cb3's HPy extension: ChaCha20-BLAKE3 over the Rust core (rustlib). Use the cb3 package.",
+    .doc = "cb3's HPy extension: ChaCha20-BLAKE3, BLAKE3 and ChaCha over the Rust core (rustlib). "
+           "Use the cb3 package.",
     .size = 0,
     .defines = module_defines,
     .globals = module_globals,

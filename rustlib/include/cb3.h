@@ -21,15 +21,24 @@
  *   (CB3_RESULT_DECRYPTION_FAILED if anything was changed)
  *   cb3_aead_free(aead);
  *
+ * Also: cb3_blake3_* (BLAKE3 hashing: incremental, keyed, key derivation,
+ * extendable output, memory-mapped files, optional threads; one-shot
+ * cb3_blake3_hash/keyed_hash/derive_key) and cb3_chacha_* (the raw ChaCha
+ * stream ciphers: 8-byte nonce DJB, 12-byte RFC 8439, 24-byte XChaCha;
+ * 20/12/8 rounds; cb3_hchacha20).
+ *
  * Rules for every function: inputs come before outputs; every buffer is
  * followed by its length; a pointer may be NULL only when its length is 0
  * (unless documented otherwise); outputs are written only when the function
- * returns CB3_RESULT_OK, and an output may not overlap an input except
+ * returns CB3_RESULT_OK (the one documented exception: the errno detail of
+ * CB3_RESULT_IO_ERROR), and an output may not overlap an input except
  * where a function allows exact in-place operation; no pointer is kept
- * after a call returns; no function allocates except the *_new functions,
- * whose objects the matching *_free releases; returned strings are static.
+ * after a call returns; returned strings are static; no function allocates except the *_new and *_copy
+ * functions (whose objects the matching *_free releases), cb3_blake3_update_mmap,
+ * and multi-threaded work (max_threads > 1: rayon pools made on first use).
  * cb3_aead objects are immutable and may be shared between threads;
- * cb3_stream objects lock internally and may be shared as well.
+ * cb3_stream, cb3_blake3 and cb3_chacha objects lock internally and may be
+ * shared as well.
  */
 
 
@@ -76,8 +85,42 @@
 #define CB3_TAG_SIZE 32
 
 /**
- * Messages shorter than this stay on the calling thread: below it, waking
- * the pool costs more than the split saves.
+ * The ChaCha block size in bytes: positions are `64 * block + offset`.
+ */
+#define CB3_CHACHA_BLOCK_SIZE 64
+
+/**
+ * The default BLAKE3 output size in bytes (any length can be requested).
+ */
+#define CB3_BLAKE3_OUT_LEN 32
+
+/**
+ * The BLAKE3 key size in bytes (keyed mode).
+ */
+#define CB3_BLAKE3_KEY_LEN 32
+
+/**
+ * The BLAKE3 block size in bytes.
+ */
+#define CB3_BLAKE3_BLOCK_LEN 64
+
+/**
+ * `max_threads` value that lets the library choose the number of threads
+ * (a shared pool of rayon's default size: one thread per logical core, or
+ * `RAYON_NUM_THREADS`).
+ */
+#define CB3_BLAKE3_AUTO 0
+
+/**
+ * Inputs shorter than this many bytes are hashed on the calling thread even
+ * when the hasher may use several: below about 128 KiB `update_rayon` is
+ * slower than `update` (the `blake3` crate's own guidance).
+ */
+#define CB3_BLAKE3_PARALLEL_MIN (128 * 1024)
+
+/**
+ * AEAD messages shorter than this stay on the calling thread: below it,
+ * waking the pool costs more than the split saves.
  */
 #define PARALLEL_MIN (1 << 20)
 
@@ -146,6 +189,18 @@ typedef enum cb3_result {
    * still never writes unverified plaintext.
    */
   CB3_RESULT_PANIC = 3009,
+  /**
+   * A raw ChaCha keystream would pass the end of its block counter (2^32
+   * blocks with a 12- or 24-byte nonce, 2^64 with an 8-byte nonce). The
+   * counter never wraps: nothing was processed and the position is unchanged.
+   */
+  CB3_RESULT_COUNTER_OVERFLOW = 3010,
+  /**
+   * The operating system reported an I/O error (opening or reading a
+   * file). The function's `os_error` output holds the `errno` value, or 0
+   * when the error had none.
+   */
+  CB3_RESULT_IO_ERROR = 3011,
 } cb3_result;
 
 /**
@@ -177,6 +232,24 @@ typedef enum cb3_bench_mode {
  * them frees it while others use it.
  */
 typedef struct cb3_aead cb3_aead;
+
+/**
+ * An incremental BLAKE3 hasher. Opaque to C; create with `cb3_blake3_new`,
+ * `cb3_blake3_new_keyed`, `cb3_blake3_new_derive_key` or `cb3_blake3_copy`,
+ * release with `cb3_blake3_free`. Every call takes the hasher's lock, so one
+ * hasher may be shared between threads (concurrent updates are serialised,
+ * in an unspecified order).
+ */
+typedef struct cb3_blake3 cb3_blake3;
+
+/**
+ * A ChaCha keystream position under one key and nonce. Opaque to C; create
+ * with `cb3_chacha_new`, release with `cb3_chacha_free`. Every call holds
+ * the object's lock for its whole duration, so one object may be shared
+ * between threads: each call then gets its own contiguous run of keystream,
+ * in an unspecified order.
+ */
+typedef struct cb3_chacha cb3_chacha;
 
 /**
  * A sequence of ChaCha20-BLAKE3 messages under one key with counter nonces.
@@ -475,11 +548,214 @@ enum cb3_result cb3_bench_reference(enum cb3_bench_mode mode,
                                     uint64_t *elapsed_ns_out);
 
 /**
+ * Creates a ChaCha keystream from a 32-byte key, a nonce of 8, 12 or 24
+ * bytes (which selects the variant: DJB with a 64-bit block counter, RFC
+ * 8439, or XChaCha), the starting block `counter` and the number of
+ * `rounds` (20, 12 or 8).
+ *
+ * Errors: `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_NONCE_LENGTH`,
+ * and `CB3_RESULT_INVALID_ARGUMENT` for other `rounds` or for a `counter` of
+ * 2^32 or more with a 12- or 24-byte nonce. On failure `*chacha_out` is not
+ * written.
+ */
+enum cb3_result cb3_chacha_new(const uint8_t *key,
+                               size_t key_len,
+                               const uint8_t *nonce,
+                               size_t nonce_len,
+                               uint64_t counter,
+                               uint32_t rounds,
+                               struct cb3_chacha **chacha_out);
+
+/**
+ * Wipes and frees a ChaCha object. NULL is a no-op.
+ */
+void cb3_chacha_free(struct cb3_chacha *chacha);
+
+/**
+ * XORs the next `input_len` keystream bytes with `input` into `out`
+ * (exactly `input_len` bytes are written; `out_len` must be at least that,
+ * else `CB3_RESULT_INSUFFICIENT_SIZE`) and advances the position.
+ * Encryption and decryption are the same operation. `out` may start exactly
+ * at `input` (in place); any other overlap is
+ * `CB3_RESULT_OVERLAPPING_BUFFERS`. If the data would run past the last
+ * block of the counter, returns `CB3_RESULT_COUNTER_OVERFLOW` and processes
+ * nothing. On failure `out` and the position are unchanged.
+ */
+enum cb3_result cb3_chacha_apply(const struct cb3_chacha *chacha,
+                                 const uint8_t *input,
+                                 size_t input_len,
+                                 uint8_t *out,
+                                 size_t out_len);
+
+/**
+ * Moves to keystream byte `64 * block + offset`, counted from block 0 (not
+ * from the creation counter). `offset` may be 0..=64; 64 names the end of
+ * `block`, the only way to name the very end of a 64-bit keystream. The
+ * position may be at most the end of the keystream (2^38 bytes with a 12-
+ * or 24-byte nonce, 2^70 with an 8-byte one), else
+ * `CB3_RESULT_INVALID_ARGUMENT` and the position is unchanged.
+ */
+enum cb3_result cb3_chacha_seek(const struct cb3_chacha *chacha, uint64_t block, uint32_t offset);
+
+/**
+ * Stores the current keystream position as `64 * *block_out + *offset_out`
+ * with `*offset_out` below 64, except at the very end of a 64-bit keystream
+ * (block 2^64 - 1, offset 64).
+ */
+enum cb3_result cb3_chacha_position(const struct cb3_chacha *chacha,
+                                    uint64_t *block_out,
+                                    uint32_t *offset_out);
+
+/**
+ * HChaCha20: derives a 32-byte subkey from a 32-byte `key` and a 16-byte
+ * `nonce` (else `CB3_RESULT_INVALID_KEY_LENGTH` /
+ * `CB3_RESULT_INVALID_NONCE_LENGTH`), as XChaCha20 does with the first 16
+ * nonce bytes. `out_len` must be at least 32; exactly 32 bytes are written
+ * to `out`, which must not overlap the inputs.
+ */
+enum cb3_result cb3_hchacha20(const uint8_t *key,
+                              size_t key_len,
+                              const uint8_t *nonce,
+                              size_t nonce_len,
+                              uint8_t *out,
+                              size_t out_len);
+
+/**
  * A static, NUL-terminated English description of `result`, a
  * `cb3_result` value. Any other integer gives "unknown cb3_result code".
  * Never NULL; the caller must not free or modify it.
  */
 const char *cb3_result_message(unsigned int result);
+
+/**
+ * Creates a hasher for the default (unkeyed) BLAKE3 hash.
+ *
+ * `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
+ * process-wide pool, one thread per logical core) or a larger maximum
+ * number of threads for a pool owned by the hasher. Pools are built on the
+ * first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
+ * child process after `fork()`. Smaller inputs are always hashed on the
+ * calling thread; the digest does not depend on `max_threads`. On failure
+ * `*hasher_out` is not written.
+ */
+enum cb3_result cb3_blake3_new(size_t max_threads, struct cb3_blake3 **hasher_out);
+
+/**
+ * Creates a hasher for BLAKE3's keyed mode. `key` must be
+ * `CB3_BLAKE3_KEY_LEN` (32) bytes, else `CB3_RESULT_INVALID_KEY_LENGTH`; it
+ * is copied. `max_threads` as for `cb3_blake3_new`.
+ */
+enum cb3_result cb3_blake3_new_keyed(const uint8_t *key,
+                                     size_t key_len,
+                                     size_t max_threads,
+                                     struct cb3_blake3 **hasher_out);
+
+/**
+ * Creates a hasher for BLAKE3's key derivation mode with the given context
+ * string: `context_len` bytes of UTF-8, not NUL-terminated (invalid UTF-8 is
+ * `CB3_RESULT_INVALID_ARGUMENT`). The context should be hardcoded, globally
+ * unique and application-specific; the key material is then fed with
+ * `cb3_blake3_update`. `max_threads` as for `cb3_blake3_new`.
+ */
+enum cb3_result cb3_blake3_new_derive_key(const uint8_t *context,
+                                          size_t context_len,
+                                          size_t max_threads,
+                                          struct cb3_blake3 **hasher_out);
+
+/**
+ * Creates an independent hasher with the same state, mode and thread
+ * setting as `hasher` (a pool, if any, is shared). On failure `*copy_out`
+ * is not written.
+ */
+enum cb3_result cb3_blake3_copy(const struct cb3_blake3 *hasher, struct cb3_blake3 **copy_out);
+
+/**
+ * Frees a hasher (its state is wiped). NULL is a no-op.
+ */
+void cb3_blake3_free(struct cb3_blake3 *hasher);
+
+/**
+ * Adds `input` to the hasher. May be called any number of times; the
+ * result is the same however the input is split.
+ */
+enum cb3_result cb3_blake3_update(const struct cb3_blake3 *hasher,
+                                  const uint8_t *input,
+                                  size_t input_len);
+
+/**
+ * Adds the contents of the file at `path` (`path_len` bytes, not
+ * NUL-terminated; raw bytes on Unix, UTF-8 elsewhere) to the hasher,
+ * memory-mapping it when it is a regular file of at least 16 KiB and
+ * reading it otherwise; multi-threaded as the hasher's `max_threads` allows.
+ *
+ * On an I/O error returns `CB3_RESULT_IO_ERROR` and stores the `errno`
+ * value in `*os_error` (if not NULL; 0 when the error had none; a NUL byte
+ * in the path is `EINVAL`). `os_error` is an error detail, written only on
+ * that failure. The hasher then holds any part of the file read before the
+ * error, so reset it before reusing it. A file truncated by another process
+ * while it is mapped can kill the process with SIGBUS, as with any mmap.
+ */
+enum cb3_result cb3_blake3_update_mmap(const struct cb3_blake3 *hasher,
+                                       const uint8_t *path,
+                                       size_t path_len,
+                                       int32_t *os_error);
+
+/**
+ * Writes `out_len` bytes of the hasher's extendable output, starting at
+ * output byte `seek`, to `out`. The hasher is not changed: more input may
+ * follow and finalizing twice gives the same bytes. Shorter outputs are
+ * prefixes of longer ones; 32 bytes is the standard digest.
+ */
+enum cb3_result cb3_blake3_finalize(const struct cb3_blake3 *hasher,
+                                    uint64_t seek,
+                                    uint8_t *out,
+                                    size_t out_len);
+
+/**
+ * Resets the hasher to its state right after creation (same mode, key or
+ * context, and threads; input given at creation is not replayed).
+ */
+enum cb3_result cb3_blake3_reset(const struct cb3_blake3 *hasher);
+
+/**
+ * The number of input bytes hashed so far (0 if `hasher` is NULL).
+ */
+uint64_t cb3_blake3_count(const struct cb3_blake3 *hasher);
+
+/**
+ * One-shot BLAKE3 hash of `input`: writes `out_len` output bytes (32 for
+ * the standard digest; any length, shorter outputs being prefixes of longer
+ * ones) to `out`, which must not overlap `input`. Single-threaded.
+ */
+enum cb3_result cb3_blake3_hash(const uint8_t *input,
+                                size_t input_len,
+                                uint8_t *out,
+                                size_t out_len);
+
+/**
+ * One-shot keyed BLAKE3 (a MAC / PRF) of `input` under a 32-byte `key`
+ * (else `CB3_RESULT_INVALID_KEY_LENGTH`): writes `out_len` bytes to `out`,
+ * which must not overlap the inputs.
+ */
+enum cb3_result cb3_blake3_keyed_hash(const uint8_t *key,
+                                      size_t key_len,
+                                      const uint8_t *input,
+                                      size_t input_len,
+                                      uint8_t *out,
+                                      size_t out_len);
+
+/**
+ * One-shot BLAKE3 key derivation: derives `out_len` bytes from
+ * `key_material` under the UTF-8 `context` string (`context_len` bytes, not
+ * NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_ARGUMENT`). `out`
+ * must not overlap the inputs.
+ */
+enum cb3_result cb3_blake3_derive_key(const uint8_t *context,
+                                      size_t context_len,
+                                      const uint8_t *key_material,
+                                      size_t key_material_len,
+                                      uint8_t *out,
+                                      size_t out_len);
 
 /**
  * The library version as "MAJOR.MINOR.PATCH", e.g. "0.1.0": the version

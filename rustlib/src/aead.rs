@@ -177,8 +177,7 @@ pub fn seal(
         return Ok(reference(key).encrypt_in_place_detached(nonce, out, aad));
     }
     let keys = MessageKeys::derive(key, nonce);
-    let threads = parallel::threads_for(max_threads, out.len());
-    parallel::install(threads, || {
+    parallel::install(max_threads, out.len(), |threads| {
         xor_into(&keys, source, out, threads)?;
         let mut mac = keys.mac(aad);
         mac_update(&mut mac, out, threads);
@@ -214,8 +213,7 @@ pub fn open(
         return verified.map_err(|_| cb3_result::DecryptionFailed);
     }
     let keys = MessageKeys::derive(key, nonce);
-    let threads = parallel::threads_for(max_threads, out.len());
-    parallel::install(threads, || {
+    parallel::install(max_threads, out.len(), |threads| {
         let mut mac = keys.mac(aad);
         match source {
             Source::InPlace => mac_update(&mut mac, out, threads),
@@ -258,7 +256,7 @@ impl cb3_aead {
 ///
 /// # Safety
 /// See `buffers`: valid `(ptr, len)` pairs.
-unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
+pub(crate) unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
     disjoint(&out, others)?;
     if data.len > 0 && data.ptr == out.ptr {
         return Ok((Source::InPlace, out.as_mut_slice()));

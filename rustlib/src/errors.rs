@@ -46,6 +46,14 @@ pub enum cb3_result {
     /// buffers may hold partial results: treat them as garbage. Decryption
     /// still never writes unverified plaintext.
     Panic = 3009,
+    /// A raw ChaCha keystream would pass the end of its block counter (2^32
+    /// blocks with a 12- or 24-byte nonce, 2^64 with an 8-byte nonce). The
+    /// counter never wraps: nothing was processed and the position is unchanged.
+    CounterOverflow = 3010,
+    /// The operating system reported an I/O error (opening or reading a
+    /// file). The function's `os_error` output holds the `errno` value, or 0
+    /// when the error had none.
+    IoError = 3011,
 }
 
 impl cb3_result {
@@ -54,7 +62,7 @@ impl cb3_result {
     /// undeclared value is undefined behaviour, so values from C arrive as
     /// integers and are converted here.
     pub fn from_code(code: u32) -> Option<Self> {
-        const ALL: [cb3_result; 11] = [
+        const ALL: [cb3_result; 13] = [
             cb3_result::Ok,
             cb3_result::NullParameter,
             cb3_result::InvalidKeyLength,
@@ -66,6 +74,8 @@ impl cb3_result {
             cb3_result::StreamExhausted,
             cb3_result::InvalidArgument,
             cb3_result::Panic,
+            cb3_result::CounterOverflow,
+            cb3_result::IoError,
         ];
         ALL.into_iter().find(|result| *result as u32 == code)
     }
@@ -86,6 +96,10 @@ impl cb3_result {
             }
             Self::InvalidArgument => c"invalid argument",
             Self::Panic => c"internal error: a Rust panic was caught at the C boundary",
+            Self::CounterOverflow => {
+                c"the ChaCha keystream is exhausted: the block counter would overflow (it never wraps)"
+            }
+            Self::IoError => c"an operating-system I/O error occurred",
         }
     }
 }

@@ -1,4 +1,5 @@
-//! cb3's engine: ChaCha20-BLAKE3 behind a C ABI (see `include/cb3.h`).
+//! cb3's engine: ChaCha20-BLAKE3, BLAKE3 and the raw ChaCha family behind a
+//! C ABI (see `include/cb3.h`).
 //!
 //! Conventions, after rustls-ffi: every function is `cb3_<object>_<verb>`;
 //! fallible functions return `cb3_result`; inputs come before outputs; every
@@ -10,7 +11,9 @@
 pub mod aead;
 pub mod bench;
 pub mod buffers;
+pub mod chacha;
 pub mod errors;
+pub mod hash;
 pub mod info;
 pub mod parallel;
 pub mod stream;

@@ -1,0 +1,364 @@
+/* cb3.chacha20.ChaCha20 and hchacha20: the raw ChaCha stream ciphers, a thin shell
+ * over cb3_chacha_* (rustlib/src/chacha.rs). */
+#include "cb3ext.h"
+
+typedef struct {
+    cb3_chacha *chacha; /* owned; locks internally, so shared freely between threads */
+    int wide;           /* 8-byte nonce: 64-bit block counter (for messages) */
+} ChaChaObject;
+
+HPyType_HELPERS(ChaChaObject)
+
+static const cb3_given_lengths no_lengths = {0, 0, 0};
+
+static const char *limit_text(int wide)
+{
+    return wide ? "2**64 with an 8-byte nonce" : "2**32 with a 12- or 24-byte nonce";
+}
+
+HPyDef_SLOT(ChaCha_new, HPy_tp_new)
+static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+{
+    static const cb3_argspec spec = {"ChaCha20", {"key", "nonce", "counter", "rounds", NULL}, 2, 2};
+    HPy arg[4], owned[CB3_MAX_ARGS];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0)
+        goto done;
+    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
+    const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
+    if (nonce == NULL)
+        goto done;
+    uint64_t counter = 0, rounds = 20;
+    if (!HPy_IsNull(arg[2]) && cb3_arg_u64(ctx, arg[2], "counter", ctx->h_ValueError, &counter) < 0)
+        goto done;
+    if (!HPy_IsNull(arg[3]) && cb3_arg_u64(ctx, arg[3], "rounds", ctx->h_ValueError, &rounds) < 0)
+        goto done;
+    if (nonce->len != 8 && nonce->len != 12 && nonce->len != 24) {
+        cb3_raisef(ctx, ctx->h_ValueError,
+                   "nonce must be 8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha), got %zu",
+                   nonce->len);
+        goto done;
+    }
+    if (rounds != 20 && rounds != 12 && rounds != 8) {
+        cb3_raisef(ctx, ctx->h_ValueError, "rounds must be 20, 12 or 8, got %llu", (unsigned long long)rounds);
+        goto done;
+    }
+    int wide = nonce->len == 8;
+    cb3_chacha *chacha = NULL;
+    cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter, (uint32_t)rounds, &chacha);
+    if (r == CB3_RESULT_INVALID_ARGUMENT) {
+        cb3_raisef(ctx, ctx->h_ValueError, "counter must be less than %s, got %llu", limit_text(wide),
+                   (unsigned long long)counter);
+        goto done;
+    }
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_raise(ctx, r, &given);
+        goto done;
+    }
+    ChaChaObject *self;
+    result = HPy_New(ctx, type, &self);
+    if (HPy_IsNull(result)) {
+        cb3_chacha_free(chacha);
+        goto done;
+    }
+    self->chacha = chacha;
+    self->wide = wide;
+done:
+    cb3_release_all(ctx, &set);
+    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
+    return result;
+}
+
+HPyDef_SLOT(ChaCha_destroy, HPy_tp_destroy)
+static void ChaCha_destroy_impl(void *obj)
+{
+    ChaChaObject *self = (ChaChaObject *)obj;
+    cb3_chacha_free(self->chacha); /* wipes the key and keystream state */
+    self->chacha = NULL;
+}
+
+/* ---- keystream ---- */
+
+HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
+            .doc = "update(data) -> bytes\n\n"
+                   "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
+                   "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
+                   "overflow.")
+static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update", {"data", NULL}, 1, 0};
+    HPy arg[1];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    cb3_output out = {NULL, NULL, 0};
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
+    if (data == NULL || cb3_output_new(ctx, data->len, &out) < 0)
+        goto done;
+    const cb3_chacha *chacha = ChaChaObject_AsStruct(ctx, self)->chacha;
+    cb3_result r;
+    CB3_RUN(ctx, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        goto done;
+    }
+    result = cb3_output_finish(ctx, &out);
+done:
+    cb3_output_discard(&out);
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
+            .doc = "update_into(data, out) -> int\n\n"
+                   "Like update(), writing the result into the writable buffer out (at least len(data)\n"
+                   "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
+static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update_into", {"data", "out", NULL}, 2, 0};
+    HPy arg[2];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
+    const cb3_buffer *out = data ? cb3_borrow(ctx, &set, arg[1], "out", CB3_WRITE) : NULL;
+    if (out == NULL)
+        goto done;
+    if (out->len < data->len) {
+        cb3_raisef(ctx, ctx->h_ValueError, "out must be at least len(data) = %zu bytes, got %zu", data->len,
+                   out->len);
+        goto done;
+    }
+    const cb3_chacha *chacha = ChaChaObject_AsStruct(ctx, self)->chacha;
+    cb3_result r;
+    CB3_RUN(ctx, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        goto done;
+    }
+    result = HPyLong_FromSize_t(ctx, data->len);
+done:
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
+            .doc = "xor_in_place(buf) -> None\n\n"
+                   "XOR the writable buffer buf with the next len(buf) keystream bytes, in place.")
+static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"xor_in_place", {"buf", NULL}, 1, 0};
+    HPy arg[1];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    const cb3_buffer *buf = cb3_borrow(ctx, &set, arg[0], "buf", CB3_WRITE);
+    if (buf == NULL)
+        goto done;
+    const cb3_chacha *chacha = ChaChaObject_AsStruct(ctx, self)->chacha;
+    cb3_result r;
+    CB3_RUN(ctx, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        goto done;
+    }
+    result = HPy_Dup(ctx, ctx->h_None);
+done:
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+/* ---- position ---- */
+
+/* True if the int `value` is exactly 2**64. */
+static int is_two_to_the_64(HPyContext *ctx, HPy value)
+{
+    HPy one = HPyLong_FromLong(ctx, 1), shift = HPyLong_FromLong(ctx, 64);
+    HPy limit = HPy_Lshift(ctx, one, shift);
+    int equal = HPy_IsNull(limit) ? 0 : HPy_RichCompareBool(ctx, value, limit, HPy_EQ);
+    if (!HPy_IsNull(limit))
+        HPy_Close(ctx, limit);
+    HPy_Close(ctx, one);
+    HPy_Close(ctx, shift);
+    return equal > 0;
+}
+
+/* Splits a byte position into (block, offset <= 64) as cb3_chacha_seek takes
+ * it. Positions of 2**64 and beyond (8-byte nonces) go through Python ints. */
+static int split_position(HPyContext *ctx, HPy obj, uint64_t *block, uint32_t *offset, int wide)
+{
+    HPy index = HPy_Index(ctx, obj);
+    if (HPy_IsNull(index)) {
+        HPyErr_Clear(ctx);
+        PyObject *py = HPy_AsPyObject(ctx, obj);
+        cb3_raisef(ctx, ctx->h_TypeError, "position must be an int, not '%s'", py ? Py_TYPE(py)->tp_name : "?");
+        Py_XDECREF(py);
+        return -1;
+    }
+    int status = 0;
+    uint64_t value = HPyLong_AsUInt64_t(ctx, index);
+    if (!(value == (uint64_t)-1 && HPyErr_Occurred(ctx))) {
+        *block = value / 64;
+        *offset = (uint32_t)(value % 64);
+        HPy_Close(ctx, index);
+        return 0;
+    }
+    HPyErr_Clear(ctx);
+    HPy zero = HPyLong_FromLong(ctx, 0), one_block = HPyLong_FromLong(ctx, 64);
+    if (HPy_RichCompareBool(ctx, index, zero, HPy_LT)) {
+        status = cb3_raisef(ctx, ctx->h_ValueError, "position must not be negative");
+        goto done;
+    }
+    /* position // 64 and position % 64; the very end of a 64-bit keystream,
+     * 2**70 = 64 * 2**64, is named (2**64 - 1, 64) since blocks are uint64_t. */
+    HPy q = HPy_FloorDivide(ctx, index, one_block);
+    HPy rem = HPy_IsNull(q) ? HPy_NULL : HPy_Remainder(ctx, index, one_block);
+    if (HPy_IsNull(q) || HPy_IsNull(rem)) {
+        status = -1;
+    } else {
+        uint64_t high = HPyLong_AsUInt64_t(ctx, q);
+        long low = HPyLong_AsLong(ctx, rem);
+        if (high == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
+            HPyErr_Clear(ctx);
+            if (wide && low == 0 && is_two_to_the_64(ctx, q)) {
+                *block = UINT64_MAX;
+                *offset = 64;
+            } else {
+                status = cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
+                                    wide ? "2**70 bytes with an 8-byte nonce"
+                                         : "2**38 bytes with a 12- or 24-byte nonce");
+            }
+        } else {
+            *block = high;
+            *offset = (uint32_t)low;
+        }
+    }
+    if (!HPy_IsNull(q))
+        HPy_Close(ctx, q);
+    if (!HPy_IsNull(rem))
+        HPy_Close(ctx, rem);
+done:
+    HPy_Close(ctx, zero);
+    HPy_Close(ctx, one_block);
+    HPy_Close(ctx, index);
+    return status;
+}
+
+HPyDef_METH(ChaCha_seek, "seek", HPyFunc_KEYWORDS,
+            .doc = "seek(position) -> None\n\n"
+                   "Move to keystream byte position, counted from block 0 (a cipher made with counter=c\n"
+                   "starts at 64 * c). At most the end of the keystream: 2**38 bytes with a 12- or 24-byte\n"
+                   "nonce, 2**70 with an 8-byte nonce.")
+static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"seek", {"position", NULL}, 1, 0};
+    HPy arg[1];
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    ChaChaObject *obj = ChaChaObject_AsStruct(ctx, self);
+    uint64_t block = 0;
+    uint32_t offset = 0;
+    if (split_position(ctx, arg[0], &block, &offset, obj->wide) < 0)
+        return HPy_NULL;
+    cb3_result r = cb3_chacha_seek(obj->chacha, block, offset);
+    if (r == CB3_RESULT_INVALID_ARGUMENT) {
+        cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
+                   obj->wide ? "2**70 bytes with an 8-byte nonce" : "2**38 bytes with a 12- or 24-byte nonce");
+        return HPy_NULL;
+    }
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        return HPy_NULL;
+    }
+    return HPy_Dup(ctx, ctx->h_None);
+}
+
+HPyDef_GET(ChaCha_position, "position",
+           .doc = "The keystream byte position of the next byte, counted from block 0: 64 * counter\n"
+                  "when new, then advanced by every byte processed.")
+static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
+{
+    (void)closure;
+    uint64_t block = 0;
+    uint32_t offset = 0;
+    cb3_result r = cb3_chacha_position(ChaChaObject_AsStruct(ctx, self)->chacha, &block, &offset);
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        return HPy_NULL;
+    }
+    if (block < ((uint64_t)1 << 57))
+        return HPyLong_FromUInt64_t(ctx, block * 64 + offset);
+    HPy b = HPyLong_FromUInt64_t(ctx, block), size = HPyLong_FromLong(ctx, 64), off = HPyLong_FromLong(ctx, offset);
+    HPy product = HPy_Multiply(ctx, b, size);
+    HPy result = HPy_IsNull(product) ? HPy_NULL : HPy_Add(ctx, product, off);
+    if (!HPy_IsNull(product))
+        HPy_Close(ctx, product);
+    HPy_Close(ctx, b);
+    HPy_Close(ctx, size);
+    HPy_Close(ctx, off);
+    return result;
+}
+
+static HPyDef *ChaCha_defines[] = {
+    &ChaCha_new,  &ChaCha_destroy, &ChaCha_update, &ChaCha_update_into, &ChaCha_xor_in_place,
+    &ChaCha_seek, &ChaCha_position, NULL,
+};
+
+HPyType_Spec cb3_ChaCha20_spec = {
+    .name = "cb3.chacha20.ChaCha20",
+    .doc = "ChaCha20(key, nonce, *, counter=0, rounds=20)\n\n"
+           "The raw ChaCha stream cipher (no authentication: see cb3.ChaCha20Blake3 for an AEAD).\n"
+           "key is 32 bytes; the nonce length picks the variant:\n"
+           "- 8 bytes: the original (DJB) layout with a 64-bit block counter;\n"
+           "- 12 bytes: RFC 8439 with a 32-bit block counter;\n"
+           "- 24 bytes: XChaCha (HChaCha subkey, then the RFC 8439 layout), 32-bit counter.\n"
+           "counter is the starting block; rounds is 20, 12 or 8. The counter never wraps: past\n"
+           "the last block, calls raise cb3.KeystreamExhaustedError and process nothing.\n"
+           "Objects lock internally and may be shared between threads.",
+    .basicsize = sizeof(ChaChaObject),
+    .builtin_shape = SHAPE(ChaChaObject),
+    .defines = ChaCha_defines,
+};
+
+/* ---- HChaCha20 ---- */
+
+HPyDef_METH(cb3_hchacha20_def, "hchacha20", HPyFunc_KEYWORDS,
+            .doc = "hchacha20(key, nonce) -> bytes\n\n"
+                   "HChaCha20 (draft-irtf-cfrg-xchacha section 2.2): the 32-byte subkey derived from a\n"
+                   "32-byte key and a 16-byte nonce.")
+static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"hchacha20", {"key", "nonce", NULL}, 2, 0};
+    HPy arg[2];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    cb3_output out = {NULL, NULL, 0};
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
+    const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
+    if (nonce == NULL)
+        goto done;
+    if (nonce->len != 16) {
+        cb3_raisef(ctx, ctx->h_ValueError, "nonce must be 16 bytes, got %zu", nonce->len);
+        goto done;
+    }
+    if (cb3_output_new(ctx, 32, &out) < 0)
+        goto done;
+    cb3_result r = cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out.ptr, out.len);
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_raise(ctx, r, &given);
+        goto done;
+    }
+    result = cb3_output_finish(ctx, &out);
+done:
+    cb3_output_discard(&out);
+    cb3_release_all(ctx, &set);
+    return result;
+}

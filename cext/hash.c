@@ -1,0 +1,495 @@
+/* cb3.blake3 and the one-shot hash / keyed_hash / derive_key: a thin shell over
+ * cb3_blake3_* (rustlib/src/hash.rs) with blake3-py's interface and errors. */
+#include <string.h>
+
+#include "cb3ext.h"
+
+#define DEFAULT_LENGTH 32
+/* blake3-py's AUTO value for max_threads. */
+#define AUTO_THREADS (-1)
+
+typedef struct {
+    cb3_blake3 *hasher; /* owned; locks internally, so shared freely between threads */
+} Blake3Object;
+
+HPyType_HELPERS(Blake3Object)
+
+static const cb3_given_lengths no_lengths = {0, 0, 0};
+
+static const char *type_name(HPyContext *ctx, HPy obj)
+{
+    PyObject *py = HPy_AsPyObject(ctx, obj);
+    if (py == NULL)
+        return "?";
+    const char *name = Py_TYPE(py)->tp_name; /* the type outlives this call: obj holds it */
+    Py_DECREF(py);
+    return name;
+}
+
+/* The UTF-8 bytes of a str argument (a context string). */
+static const char *utf8_arg(HPyContext *ctx, HPy obj, const char *name, size_t *len)
+{
+    if (!HPyUnicode_Check(ctx, obj)) {
+        cb3_raisef(ctx, ctx->h_TypeError, "%s must be a str, not '%s'", name, type_name(ctx, obj));
+        return NULL;
+    }
+    HPy_ssize_t size;
+    const char *text = HPyUnicode_AsUTF8AndSize(ctx, obj, &size); /* UnicodeEncodeError for lone surrogates */
+    *len = (size_t)size;
+    return text;
+}
+
+/* The output `length`: an int in range(0, limit + 1); OverflowError beyond,
+ * as blake3-py. */
+static int length_arg(HPyContext *ctx, HPy obj, size_t limit, size_t *out)
+{
+    uint64_t value = DEFAULT_LENGTH;
+    if (!HPy_IsNull(obj) && cb3_arg_u64(ctx, obj, "length", ctx->h_OverflowError, &value) < 0)
+        return -1;
+    if (value > (uint64_t)limit)
+        return cb3_raisef(ctx, ctx->h_OverflowError, "length must be at most %zu, got %llu", limit,
+                          (unsigned long long)value);
+    *out = (size_t)value;
+    return 0;
+}
+
+static HPy hex_string(HPyContext *ctx, const uint8_t *bytes, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    PyObject *str = PyUnicode_New((Py_ssize_t)(2 * len), 127);
+    if (str == NULL)
+        return HPy_NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(str);
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = (Py_UCS1)digits[bytes[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)digits[bytes[i] & 15];
+    }
+    HPy result = HPy_FromPyObject(ctx, str);
+    Py_DECREF(str);
+    return result;
+}
+
+/* ---- construction ---- */
+
+/* max_threads as the Rust side takes it: 1, CB3_BLAKE3_AUTO (0), or more. */
+static int threads_arg(HPyContext *ctx, HPy obj, size_t *out)
+{
+    *out = 1;
+    if (HPy_IsNull(obj))
+        return 0;
+    HPy index = HPy_Index(ctx, obj);
+    if (HPy_IsNull(index)) {
+        HPyErr_Clear(ctx);
+        return cb3_raisef(ctx, ctx->h_TypeError, "max_threads must be an int, not '%s'", type_name(ctx, obj));
+    }
+    int64_t value = HPyLong_AsInt64_t(ctx, index);
+    HPy_Close(ctx, index);
+    if (value == -1 && HPyErr_Occurred(ctx)) { /* OverflowError past 64 bits, as blake3-py */
+        HPyErr_Clear(ctx);
+        return cb3_raisef(ctx, ctx->h_OverflowError, "max_threads is too large for a 64-bit int");
+    }
+    if (value == AUTO_THREADS) {
+        *out = CB3_BLAKE3_AUTO;
+        return 0;
+    }
+    if (value < 1)
+        return cb3_raisef(ctx, ctx->h_ValueError,
+                          "max_threads must be a positive int or blake3.AUTO (-1), got %lld: "
+                          "not a valid number of threads", (long long)value);
+    *out = (size_t)value;
+    return 0;
+}
+
+HPyDef_SLOT(Blake3_new, HPy_tp_new)
+static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+{
+    static const cb3_argspec spec = {
+        "blake3", {"data", "key", "derive_key_context", "max_threads", "usedforsecurity", NULL}, 0, 1, 1};
+    HPy arg[5], owned[CB3_MAX_ARGS];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    cb3_blake3 *hasher = NULL;
+    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0)
+        goto done;
+    HPy key_obj = arg[1], context_obj = arg[2];
+    if (!HPy_IsNull(key_obj) && HPy_Is(ctx, key_obj, ctx->h_None))
+        key_obj = HPy_NULL;
+    if (!HPy_IsNull(context_obj) && HPy_Is(ctx, context_obj, ctx->h_None))
+        context_obj = HPy_NULL;
+    size_t max_threads;
+    if (threads_arg(ctx, arg[3], &max_threads) < 0)
+        goto done;
+    if (!HPy_IsNull(arg[4]) && !HPy_TypeCheck(ctx, arg[4], ctx->h_BoolType)) {
+        cb3_raisef(ctx, ctx->h_TypeError, "usedforsecurity must be a bool, not '%s'", type_name(ctx, arg[4]));
+        goto done;
+    }
+    /* usedforsecurity is accepted and ignored, as in blake3-py and hashlib. */
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ | CB3_OPTIONAL);
+    if (data == NULL)
+        goto done;
+    cb3_result r;
+    if (!HPy_IsNull(key_obj) && !HPy_IsNull(context_obj)) {
+        cb3_raisef(ctx, ctx->h_ValueError, "cannot use key and derive_key_context at the same time");
+        goto done;
+    } else if (!HPy_IsNull(key_obj)) {
+        const cb3_buffer *key = cb3_borrow(ctx, &set, key_obj, "key", CB3_READ);
+        if (key == NULL)
+            goto done;
+        r = cb3_blake3_new_keyed(key->ptr, key->len, max_threads, &hasher);
+        if (r != CB3_RESULT_OK) {
+            cb3_given_lengths given = {key->len, 0, 0};
+            cb3_raise(ctx, r, &given);
+            goto done;
+        }
+    } else if (!HPy_IsNull(context_obj)) {
+        size_t len;
+        const char *context = utf8_arg(ctx, context_obj, "derive_key_context", &len);
+        if (context == NULL)
+            goto done;
+        r = cb3_blake3_new_derive_key((const uint8_t *)context, len, max_threads, &hasher);
+    } else {
+        r = cb3_blake3_new(max_threads, &hasher);
+    }
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        goto done;
+    }
+    CB3_RUN(ctx, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        goto done;
+    }
+    Blake3Object *self;
+    result = HPy_New(ctx, type, &self);
+    if (HPy_IsNull(result))
+        goto done;
+    self->hasher = hasher;
+    hasher = NULL;
+done:
+    cb3_blake3_free(hasher);
+    cb3_release_all(ctx, &set);
+    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
+    return result;
+}
+
+HPyDef_SLOT(Blake3_destroy, HPy_tp_destroy)
+static void Blake3_destroy_impl(void *obj)
+{
+    Blake3Object *self = (Blake3Object *)obj;
+    cb3_blake3_free(self->hasher);
+    self->hasher = NULL;
+}
+
+/* ---- input ---- */
+
+HPyDef_METH(Blake3_update, "update", HPyFunc_O,
+            .doc = "update(data, /) -> self\n\n"
+                   "Add input bytes to the hasher (any bytes-like object). Returns the hasher, so calls\n"
+                   "can be chained. The GIL is released for inputs of 2048 bytes or more; with\n"
+                   "max_threads != 1, inputs of 128 KiB or more are hashed on several threads.")
+static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
+{
+    cb3_buffer data;
+    if (cb3_buffer_get(ctx, data_obj, "data", 0, 0, &data) < 0)
+        return HPy_NULL;
+    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
+    cb3_result r;
+    CB3_RUN(ctx, data.len, r, cb3_blake3_update(hasher, data.ptr, data.len));
+    cb3_buffer_release(ctx, &data);
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        return HPy_NULL;
+    }
+    return HPy_Dup(ctx, self);
+}
+
+/* Raises the OSError subclass for errno `os_error` (FileNotFoundError, ...),
+ * with the path as its filename. */
+static void raise_os_error(HPyContext *ctx, int os_error, HPy path)
+{
+    const char *text = os_error ? strerror(os_error) : "I/O error";
+    HPy code = HPyLong_FromLong(ctx, os_error ? os_error : 5 /* EIO */);
+    HPy message = HPyUnicode_FromString(ctx, text);
+    HPy args = HPy_IsNull(code) || HPy_IsNull(message) ? HPy_NULL : HPyTuple_Pack(ctx, 3, code, message, path);
+    HPy error = HPy_IsNull(args) ? HPy_NULL : HPy_CallTupleDict(ctx, ctx->h_OSError, args, HPy_NULL);
+    if (!HPy_IsNull(error)) {
+        HPy error_type = HPy_Type(ctx, error);
+        HPyErr_SetObject(ctx, error_type, error);
+        HPy_Close(ctx, error_type);
+        HPy_Close(ctx, error);
+    }
+    if (!HPy_IsNull(args))
+        HPy_Close(ctx, args);
+    if (!HPy_IsNull(message))
+        HPy_Close(ctx, message);
+    if (!HPy_IsNull(code))
+        HPy_Close(ctx, code);
+}
+
+HPyDef_METH(Blake3_update_mmap, "update_mmap", HPyFunc_KEYWORDS,
+            .doc = "update_mmap(path) -> self\n\n"
+                   "Add the contents of the file at path (a str or os.PathLike[str]), memory-mapped when it\n"
+                   "is a regular file of 16 KiB or more, read otherwise; on several threads when\n"
+                   "max_threads != 1. Raises OSError (FileNotFoundError, IsADirectoryError, ...).\n"
+                   "Returns the hasher.")
+static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update_mmap", {"path", NULL}, 1, 0};
+    HPy arg[1];
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    PyObject *given = HPy_AsPyObject(ctx, arg[0]);
+    if (given == NULL)
+        return HPy_NULL;
+    PyObject *fspath = PyOS_FSPath(given);
+    Py_DECREF(given);
+    if (fspath == NULL) {
+        PyErr_Clear();
+        cb3_raisef(ctx, ctx->h_TypeError, "path must be a str or os.PathLike[str], not '%s'",
+                   type_name(ctx, arg[0]));
+        return HPy_NULL;
+    }
+    if (!PyUnicode_Check(fspath)) { /* bytes paths: rejected, as in blake3-py */
+        cb3_raisef(ctx, ctx->h_TypeError, "path must be a str or os.PathLike[str], not '%s'",
+                   Py_TYPE(fspath)->tp_name);
+        Py_DECREF(fspath);
+        return HPy_NULL;
+    }
+    PyObject *encoded = PyUnicode_EncodeFSDefault(fspath);
+    if (encoded == NULL) {
+        Py_DECREF(fspath);
+        return HPy_NULL;
+    }
+    const uint8_t *path = (const uint8_t *)PyBytes_AS_STRING(encoded);
+    size_t path_len = (size_t)PyBytes_GET_SIZE(encoded);
+    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
+    int32_t os_error = 0;
+    cb3_result r;
+    CB3_RUN(ctx, CB3_GIL_THRESHOLD, r, cb3_blake3_update_mmap(hasher, path, path_len, &os_error));
+    Py_DECREF(encoded);
+    HPy result = HPy_NULL;
+    if (r == CB3_RESULT_IO_ERROR) {
+        HPy path_obj = HPy_FromPyObject(ctx, fspath);
+        raise_os_error(ctx, os_error, path_obj);
+        HPy_Close(ctx, path_obj);
+    } else if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+    } else {
+        result = HPy_Dup(ctx, self);
+    }
+    Py_DECREF(fspath);
+    return result;
+}
+
+/* ---- output ---- */
+
+static int output_args(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames, const char *function,
+                       size_t limit, size_t *length, uint64_t *seek)
+{
+    /* Only the name changes between digest and hexdigest. */
+    cb3_argspec spec = {function, {"length", "seek", NULL}, 0, 1};
+    HPy arg[2];
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0 || length_arg(ctx, arg[0], limit, length) < 0)
+        return -1;
+    *seek = 0;
+    if (!HPy_IsNull(arg[1]) && cb3_arg_u64(ctx, arg[1], "seek", ctx->h_OverflowError, seek) < 0)
+        return -1;
+    return 0;
+}
+
+HPyDef_METH(Blake3_digest, "digest", HPyFunc_KEYWORDS,
+            .doc = "digest(length=32, *, seek=0) -> bytes\n\n"
+                   "Finalize and return length bytes of output, starting at output byte seek (BLAKE3 is an\n"
+                   "extendable-output function: shorter outputs are prefixes of longer ones). The hasher is\n"
+                   "not changed: more input may follow.")
+static HPy Blake3_digest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    size_t length;
+    uint64_t seek;
+    if (output_args(ctx, args, nargs, kwnames, "digest", (size_t)PY_SSIZE_T_MAX, &length, &seek) < 0)
+        return HPy_NULL;
+    cb3_output out = {NULL, NULL, 0};
+    if (cb3_output_new(ctx, length, &out) < 0)
+        return HPy_NULL;
+    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
+    cb3_result r;
+    CB3_RUN(ctx, length, r, cb3_blake3_finalize(hasher, seek, out.ptr, out.len));
+    if (r != CB3_RESULT_OK) {
+        cb3_output_discard(&out);
+        cb3_raise(ctx, r, &no_lengths);
+        return HPy_NULL;
+    }
+    return cb3_output_finish(ctx, &out);
+}
+
+HPyDef_METH(Blake3_hexdigest, "hexdigest", HPyFunc_KEYWORDS,
+            .doc = "hexdigest(length=32, *, seek=0) -> str\n\n"
+                   "Like digest(), as a string of 2 * length lowercase hex digits.")
+static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    size_t length;
+    uint64_t seek;
+    if (output_args(ctx, args, nargs, kwnames, "hexdigest", (size_t)PY_SSIZE_T_MAX / 2, &length, &seek) < 0)
+        return HPy_NULL;
+    uint8_t small[64];
+    uint8_t *bytes = length <= sizeof small ? small : PyMem_Malloc(length);
+    if (bytes == NULL)
+        return HPyErr_NoMemory(ctx);
+    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
+    cb3_result r;
+    CB3_RUN(ctx, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
+    HPy result = HPy_NULL;
+    if (r != CB3_RESULT_OK)
+        cb3_raise(ctx, r, &no_lengths);
+    else
+        result = hex_string(ctx, bytes, length);
+    if (bytes != small)
+        PyMem_Free(bytes);
+    return result;
+}
+
+/* ---- state ---- */
+
+HPyDef_METH(Blake3_copy, "copy", HPyFunc_NOARGS,
+            .doc = "copy() -> blake3\n\n"
+                   "Return an independent hasher with the same state (and thread setting): an efficient way\n"
+                   "to hash several inputs that share a prefix.")
+static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
+{
+    cb3_blake3 *copy = NULL;
+    cb3_result r = cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy);
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        return HPy_NULL;
+    }
+    HPy type = HPy_Type(ctx, self);
+    Blake3Object *other;
+    HPy result = HPy_New(ctx, type, &other);
+    HPy_Close(ctx, type);
+    if (HPy_IsNull(result)) {
+        cb3_blake3_free(copy);
+        return HPy_NULL;
+    }
+    other->hasher = copy;
+    return result;
+}
+
+HPyDef_METH(Blake3_reset, "reset", HPyFunc_NOARGS,
+            .doc = "reset() -> None\n\n"
+                   "Return the hasher to its initial state (same mode, key or context and threads). Input\n"
+                   "given to the constructor is not replayed.")
+static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
+{
+    cb3_result r = cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher);
+    if (r != CB3_RESULT_OK) {
+        cb3_raise(ctx, r, &no_lengths);
+        return HPy_NULL;
+    }
+    return HPy_Dup(ctx, ctx->h_None);
+}
+
+static HPyDef *Blake3_defines[] = {
+    &Blake3_new, &Blake3_destroy, &Blake3_update,   &Blake3_update_mmap,
+    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy, &Blake3_reset, NULL,
+};
+
+HPyType_Spec cb3_blake3_spec = {
+    .name = "cb3.blake3",
+    .doc = "blake3(data=b'', /, *, key=None, derive_key_context=None, max_threads=1, usedforsecurity=True)\n\n"
+           "An incremental BLAKE3 hasher with the interface of blake3-py (and hashlib): update(),\n"
+           "update_mmap(), digest(length=32, *, seek=0), hexdigest(), copy(), reset().\n\n"
+           "- data: initial input, as if passed to update().\n"
+           "- key: 32 bytes; selects the keyed hashing mode (a MAC / PRF).\n"
+           "- derive_key_context: a str; selects the key derivation mode (then feed the key material).\n"
+           "  It should be hardcoded, globally unique and application-specific. Not with key.\n"
+           "- max_threads: 1 (default), blake3.AUTO (-1: one thread per logical core) or a larger\n"
+           "  maximum; inputs of 128 KiB or more are then hashed on several threads (rayon).\n"
+           "- usedforsecurity: accepted and ignored, as in hashlib.\n\n"
+           "Objects lock internally and may be shared between threads.",
+    .basicsize = sizeof(Blake3Object),
+    .builtin_shape = SHAPE(Blake3Object),
+    .defines = Blake3_defines,
+};
+
+/* ---- one-shot functions ---- */
+
+typedef enum { MODE_HASH, MODE_KEYED, MODE_DERIVE } one_shot_mode;
+
+static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
+                    one_shot_mode mode)
+{
+    HPy arg[3];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    cb3_output out = {NULL, NULL, 0};
+    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    int n_inputs = mode == MODE_HASH ? 1 : 2;
+    size_t length;
+    if (length_arg(ctx, arg[n_inputs], (size_t)PY_SSIZE_T_MAX, &length) < 0)
+        return HPy_NULL;
+    const cb3_buffer *key = NULL;
+    const char *context = NULL;
+    size_t context_len = 0;
+    if (mode == MODE_KEYED && (key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ)) == NULL)
+        goto done;
+    if (mode == MODE_DERIVE && (context = utf8_arg(ctx, arg[0], "context", &context_len)) == NULL)
+        goto done;
+    const cb3_buffer *data =
+        cb3_borrow(ctx, &set, arg[n_inputs - 1], mode == MODE_DERIVE ? "material" : "data", CB3_READ);
+    if (data == NULL || cb3_output_new(ctx, length, &out) < 0)
+        goto done;
+    cb3_result r;
+    switch (mode) {
+    case MODE_HASH:
+        CB3_RUN(ctx, data->len + length, r, cb3_blake3_hash(data->ptr, data->len, out.ptr, out.len));
+        break;
+    case MODE_KEYED:
+        CB3_RUN(ctx, data->len + length, r,
+                cb3_blake3_keyed_hash(key->ptr, key->len, data->ptr, data->len, out.ptr, out.len));
+        break;
+    default:
+        CB3_RUN(ctx, data->len + length, r,
+                cb3_blake3_derive_key((const uint8_t *)context, context_len, data->ptr, data->len, out.ptr,
+                                      out.len));
+        break;
+    }
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths given = {key ? key->len : 0, 0, 0};
+        cb3_raise(ctx, r, &given);
+        goto done;
+    }
+    result = cb3_output_finish(ctx, &out);
+done:
+    cb3_output_discard(&out);
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+HPyDef_METH(cb3_hash_def, "hash", HPyFunc_KEYWORDS,
+            .doc = "hash(data, length=32) -> bytes\n\n"
+                   "The BLAKE3 hash of data: length output bytes (32 is the standard digest).")
+static HPy cb3_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"hash", {"data", "length", NULL}, 1, 0};
+    return one_shot(ctx, args, nargs, kwnames, &spec, MODE_HASH);
+}
+
+HPyDef_METH(cb3_keyed_hash_def, "keyed_hash", HPyFunc_KEYWORDS,
+            .doc = "keyed_hash(key, data, length=32) -> bytes\n\n"
+                   "Keyed BLAKE3 (a MAC / PRF) of data under a 32-byte key: length output bytes.")
+static HPy cb3_keyed_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"keyed_hash", {"key", "data", "length", NULL}, 2, 0};
+    return one_shot(ctx, args, nargs, kwnames, &spec, MODE_KEYED);
+}
+
+HPyDef_METH(cb3_derive_key_def, "derive_key", HPyFunc_KEYWORDS,
+            .doc = "derive_key(context, material, length=32) -> bytes\n\n"
+                   "BLAKE3 key derivation: length bytes derived from the key material under context, a str\n"
+                   "that should be hardcoded, globally unique and application-specific.")
+static HPy cb3_derive_key_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"derive_key", {"context", "material", "length", NULL}, 2, 0};
+    return one_shot(ctx, args, nargs, kwnames, &spec, MODE_DERIVE);
+}
