@@ -2,6 +2,7 @@
 throughput line per message size.
 
 Subcommands: `python -m cb3 bench` (side-by-side comparison with peers);
+`python -m cb3 b3sum ...` (a b3sum-compatible command, cb3/b3sum.py);
 `--cflags`, `--libs`, `--includedir`, `--libdir`, `--pkgconfigdir` print what
 a C build needs to use cb3's header and static library (cb3/capi.py).
 """
@@ -87,7 +88,11 @@ def main(argv: list[str]) -> int:
         from cb3 import bench
 
         return bench.main(rest)
-    print(f"usage: python -m cb3 [bench ... | --cflags | --libs]\nunknown command: {command}", file=sys.stderr)
+    if command == "b3sum":
+        from cb3 import b3sum
+
+        return b3sum.main(rest)
+    print(f"usage: python -m cb3 [bench ... | b3sum ... | --cflags | --libs]\nunknown command: {command}", file=sys.stderr)
     return 2
 
 

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 
 import cb3
 from cb3 import _cb3
+from cb3.chacha20 import ChaCha20
 
 DEFAULT_SIZES = [64, 256, 1024, 4096, 65536, 1 << 20, 16 << 20, 64 << 20]
 QUICK_SIZES = [64, 1024, 65536, 1 << 20]
@@ -36,6 +37,11 @@ Timer = Callable[[int], float]
 class Case:
     name: str
     make: Callable[[int], Timer]
+    group: str = "aead"  # ratios compare a case with its group's cb3 reference
+
+
+#: The cb3 case each group's ratios are computed against.
+REFERENCE = {"aead": "cb3 encrypt", "hash": "cb3 keyed_hash", "chacha": "cb3 ChaCha20 (new object)"}
 
 
 def _loop(call: Callable[[], object]) -> Timer:
@@ -90,6 +96,23 @@ def _cases() -> list[Case]:
         Case("cb3 encrypt max_threads=AUTO", cb3_threaded),
         Case("raw crate encrypt", crate(0)),
         Case("raw crate encrypt_in_place", crate(1)),
+    ]
+    def keyed_hash(size: int) -> Timer:
+        data = os.urandom(size)
+        return _loop(lambda: cb3.keyed_hash(key, data))
+
+    def hasher(size: int) -> Timer:
+        data = os.urandom(size)
+        return _loop(lambda: cb3.blake3(data, key=key).digest())
+
+    def chacha_new(size: int) -> Timer:
+        data = os.urandom(size)
+        return _loop(lambda: ChaCha20(key, nonce[:12]).update(data))
+
+    cases += [
+        Case("cb3 keyed_hash", keyed_hash, "hash"),
+        Case("cb3.blake3(key=).digest()", hasher, "hash"),
+        Case("cb3 ChaCha20 (new object)", chacha_new, "chacha"),
     ]
     cases += _peer_cases()
     return cases
@@ -148,13 +171,35 @@ def _peer_cases() -> list[Case]:
             data = os.urandom(size)
             return _loop(lambda: blake3_py.blake3(data, key=key).digest())
 
-        cases.append(Case("blake3-py keyed hash", b3))
+        cases.append(Case("blake3-py keyed hash", b3, "hash"))
 
     def blake2b(size: int) -> Timer:
         data = os.urandom(size)
         return _loop(lambda: hashlib.blake2b(data, key=key).digest())
 
-    cases.append(Case("hashlib blake2b keyed", blake2b))
+    cases.append(Case("hashlib blake2b keyed", blake2b, "hash"))
+    try:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+    except ImportError:
+        pass
+    else:
+
+        def pyca_chacha(size: int) -> Timer:
+            data, nonce16 = os.urandom(size), bytes(4) + nonce12
+            return _loop(lambda: Cipher(algorithms.ChaCha20(key, nonce16), None).encryptor().update(data))
+
+        cases.append(Case("cryptography ChaCha20 (new object)", pyca_chacha, "chacha"))
+    try:
+        from Crypto.Cipher import ChaCha20 as CryptoChaCha20
+    except ImportError:
+        pass
+    else:
+
+        def pycryptodome_chacha(size: int) -> Timer:
+            data = os.urandom(size)
+            return _loop(lambda: CryptoChaCha20.new(key=key, nonce=nonce12).encrypt(data))
+
+        cases.append(Case("pycryptodome ChaCha20 (new object)", pycryptodome_chacha, "chacha"))
     return cases
 
 
@@ -180,8 +225,13 @@ class Result:
         return self.size / self.seconds / 1e6
 
 
+#: case name -> group, filled by measure()
+groups: dict[str, str] = {}
+
+
 def measure(sizes: list[int], rounds: int, budget: float, only: Optional[list[str]] = None) -> list[Result]:
     cases = [case for case in _cases() if not only or any(word in case.name for word in only)]
+    groups.update({case.name: case.group for case in cases})
     timers = {(case.name, size): case.make(size) for case in cases for size in sizes}
     counts = {key: _calibrate(timer, budget) for key, timer in timers.items()}
     samples: dict[tuple[str, int], list[float]] = {key: [] for key in timers}
@@ -212,20 +262,22 @@ def _cpu() -> str:
 def report(results: list[Result]) -> str:
     by_key = {(r.case, r.size): r for r in results}
     sizes = sorted({r.size for r in results})
-    names = list(dict.fromkeys(r.case for r in results))
+    order = list(REFERENCE)
+    names = sorted(dict.fromkeys(r.case for r in results), key=lambda name: order.index(groups.get(name, "aead")))
     lines = [
         f"cb3 {cb3.__version__}, {platform.python_implementation()} {platform.python_version()}, "
         f"HPy ABI {cb3.HPY_ABI}, SIMD {cb3.simd_backend()}, CPU {_cpu()} ({os.cpu_count()} cores)",
-        "medians of interleaved rounds; ns per call and MB/s (10^6 B/s); ratio = cb3 encrypt time / case time",
+        "medians of interleaved rounds; ns per call and MB/s (10^6 B/s); ratio = time of the group's cb3 case "
+        f"({', '.join(REFERENCE.values())}) / time of this case: above 1, cb3 is slower",
         "",
     ]
     for size in sizes:
-        ours = by_key.get(("cb3 encrypt", size))
         lines.append(f"{_human(size)}:")
         for name in names:
             result = by_key.get((name, size))
             if result is None:
                 continue
+            ours = by_key.get((REFERENCE[groups.get(name, "aead")], size))
             ratio = f"{ours.seconds / result.seconds:6.2f}" if ours else "     -"
             lines.append(f"  {name:44} {result.seconds * 1e9:14.0f} ns {result.mb_per_s:10.0f} MB/s  ratio {ratio}")
     return "\n".join(lines)
@@ -254,7 +306,13 @@ def main(argv: list[str]) -> int:
                     "simd": cb3.simd_backend(),
                     "cpu": _cpu(),
                     "results": [
-                        {"case": r.case, "size": r.size, "seconds_median": r.seconds, "samples": r.samples}
+                        {
+                            "case": r.case,
+                            "group": groups.get(r.case, "aead"),
+                            "size": r.size,
+                            "seconds_median": r.seconds,
+                            "samples": r.samples,
+                        }
                         for r in results
                     ],
                 },
