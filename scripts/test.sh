@@ -20,7 +20,13 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "toolchain"
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup)" >&2; exit 1; }
-command -v cc >/dev/null || { apt-get update -qq && apt-get install -y -qq gcc; }
+APT_NEEDED=()
+command -v cc >/dev/null || APT_NEEDED+=(gcc)
+command -v g++ >/dev/null || APT_NEEDED+=(g++)
+command -v b3sum >/dev/null || APT_NEEDED+=(b3sum)   # tests/test_b3sum.py compares with it
+if ((${#APT_NEEDED[@]})); then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${APT_NEEDED[@]}"
+fi
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' 
 if [[ "$("$TOOLS/bin/cbindgen" --version 2>/dev/null)" != "cbindgen $CBINDGEN_VERSION" ]]; then
     cargo install cbindgen --version "$CBINDGEN_VERSION" --locked --root "$TOOLS"
