@@ -24,6 +24,8 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use zeroize::Zeroize;
+
 use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{LazyPool, AUTO_POOL};
@@ -107,6 +109,16 @@ pub struct cb3_blake3 {
 // ignored, and rayon's pool, which is not marked unwind-safe only because it
 // holds callbacks, stays usable (rayon re-raises job panics in the caller).
 impl std::panic::RefUnwindSafe for cb3_blake3 {}
+
+// `blake3::Hasher` implements `Zeroize` (the crate's `zeroize` feature) but
+// does not wipe itself on drop: do it here, so that `cb3_blake3_free` (and
+// dropping a copy) leaves no key, chaining values or buffered input behind.
+impl Drop for cb3_blake3 {
+    fn drop(&mut self) {
+        let state = self.hasher.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.zeroize();
+    }
+}
 
 impl cb3_blake3 {
     fn new(hasher: blake3::Hasher, max_threads: usize) -> Self {
@@ -346,7 +358,11 @@ unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: 
     disjoint(&out, &[input])?;
     disjoint(&out, others)?;
     hasher.update(input.as_slice());
-    hasher.finalize_xof().fill(out.as_mut_slice());
+    let mut reader = hasher.finalize_xof();
+    reader.fill(out.as_mut_slice());
+    // A keyed hasher holds a copy of the key: wipe it (and the output state).
+    reader.zeroize();
+    hasher.zeroize();
     Ok(())
 }
 
