@@ -239,7 +239,12 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
     })
 }
 
-/// Frees a hasher (its state is wiped). NULL is a no-op.
+/// Frees a hasher made by a `cb3_blake3_new*` function or `cb3_blake3_copy`.
+/// NULL is a no-op. Its state (the key of a keyed hasher, chaining values and
+/// buffered input) is overwritten with zeros first; a thread pool it shares
+/// with copies lives on until the last of them is freed. The pointer must not
+/// be used afterwards (nor freed twice), and no other thread may be using the
+/// hasher during or after the call.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
     ffi_boundary_or((), || {
@@ -343,7 +348,10 @@ pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_resu
     })
 }
 
-/// The number of input bytes hashed so far (0 if `hasher` is NULL).
+/// The number of input bytes hashed so far: every byte given to
+/// `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
+/// `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
+/// `hasher` is NULL; never fails.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_count(hasher: *const cb3_blake3) -> u64 {
     ffi_boundary_or(0, || hasher.as_ref().map_or(0, |hasher| hasher.lock().count()))
