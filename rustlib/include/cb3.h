@@ -567,7 +567,11 @@ enum cb3_result cb3_chacha_new(const uint8_t *key,
                                struct cb3_chacha **chacha_out);
 
 /**
- * Wipes and frees a ChaCha object. NULL is a no-op.
+ * Frees a ChaCha object made by `cb3_chacha_new`. NULL is a no-op. The key
+ * (for XChaCha, the HChaCha subkey), the nonce, the cipher core's state and
+ * any buffered keystream are overwritten with zeros before the memory is
+ * released. The pointer must not be used afterwards (nor freed twice), and
+ * no other thread may be using the object during or after the call.
  */
 void cb3_chacha_free(struct cb3_chacha *chacha);
 
@@ -670,7 +674,12 @@ enum cb3_result cb3_blake3_new_derive_key(const uint8_t *context,
 enum cb3_result cb3_blake3_copy(const struct cb3_blake3 *hasher, struct cb3_blake3 **copy_out);
 
 /**
- * Frees a hasher (its state is wiped). NULL is a no-op.
+ * Frees a hasher made by a `cb3_blake3_new*` function or `cb3_blake3_copy`.
+ * NULL is a no-op. Its state (the key of a keyed hasher, chaining values and
+ * buffered input) is overwritten with zeros first; a thread pool it shares
+ * with copies lives on until the last of them is freed. The pointer must not
+ * be used afterwards (nor freed twice), and no other thread may be using the
+ * hasher during or after the call.
  */
 void cb3_blake3_free(struct cb3_blake3 *hasher);
 
@@ -718,7 +727,10 @@ enum cb3_result cb3_blake3_finalize(const struct cb3_blake3 *hasher,
 enum cb3_result cb3_blake3_reset(const struct cb3_blake3 *hasher);
 
 /**
- * The number of input bytes hashed so far (0 if `hasher` is NULL).
+ * The number of input bytes hashed so far: every byte given to
+ * `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
+ * `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
+ * `hasher` is NULL; never fails.
  */
 uint64_t cb3_blake3_count(const struct cb3_blake3 *hasher);
 

@@ -315,7 +315,11 @@ pub unsafe extern "C" fn cb3_chacha_new(
     })
 }
 
-/// Wipes and frees a ChaCha object. NULL is a no-op.
+/// Frees a ChaCha object made by `cb3_chacha_new`. NULL is a no-op. The key
+/// (for XChaCha, the HChaCha subkey), the nonce, the cipher core's state and
+/// any buffered keystream are overwritten with zeros before the memory is
+/// released. The pointer must not be used afterwards (nor freed twice), and
+/// no other thread may be using the object during or after the call.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_free(chacha: *mut cb3_chacha) {
     ffi_boundary_or((), || {

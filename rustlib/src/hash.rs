@@ -24,6 +24,8 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use zeroize::Zeroize;
+
 use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{LazyPool, AUTO_POOL};
@@ -107,6 +109,16 @@ pub struct cb3_blake3 {
 // ignored, and rayon's pool, which is not marked unwind-safe only because it
 // holds callbacks, stays usable (rayon re-raises job panics in the caller).
 impl std::panic::RefUnwindSafe for cb3_blake3 {}
+
+// `blake3::Hasher` implements `Zeroize` (the crate's `zeroize` feature) but
+// does not wipe itself on drop: do it here, so that `cb3_blake3_free` (and
+// dropping a copy) leaves no key, chaining values or buffered input behind.
+impl Drop for cb3_blake3 {
+    fn drop(&mut self) {
+        let state = self.hasher.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.zeroize();
+    }
+}
 
 impl cb3_blake3 {
     fn new(hasher: blake3::Hasher, max_threads: usize) -> Self {
@@ -227,7 +239,12 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
     })
 }
 
-/// Frees a hasher (its state is wiped). NULL is a no-op.
+/// Frees a hasher made by a `cb3_blake3_new*` function or `cb3_blake3_copy`.
+/// NULL is a no-op. Its state (the key of a keyed hasher, chaining values and
+/// buffered input) is overwritten with zeros first; a thread pool it shares
+/// with copies lives on until the last of them is freed. The pointer must not
+/// be used afterwards (nor freed twice), and no other thread may be using the
+/// hasher during or after the call.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
     ffi_boundary_or((), || {
@@ -331,7 +348,10 @@ pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_resu
     })
 }
 
-/// The number of input bytes hashed so far (0 if `hasher` is NULL).
+/// The number of input bytes hashed so far: every byte given to
+/// `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
+/// `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
+/// `hasher` is NULL; never fails.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_count(hasher: *const cb3_blake3) -> u64 {
     ffi_boundary_or(0, || hasher.as_ref().map_or(0, |hasher| hasher.lock().count()))
@@ -346,7 +366,11 @@ unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: 
     disjoint(&out, &[input])?;
     disjoint(&out, others)?;
     hasher.update(input.as_slice());
-    hasher.finalize_xof().fill(out.as_mut_slice());
+    let mut reader = hasher.finalize_xof();
+    reader.fill(out.as_mut_slice());
+    // A keyed hasher holds a copy of the key: wipe it (and the output state).
+    reader.zeroize();
+    hasher.zeroize();
     Ok(())
 }
 
