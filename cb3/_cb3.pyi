@@ -8,6 +8,8 @@ NONCE_SIZE: int
 TAG_SIZE: int
 GIL_THRESHOLD: int
 HPY_ABI: str
+BUILD_INTERPRETER: str
+BUILD_HPY_VERSION: str
 
 def version() -> str: ...
 def simd_backend() -> str: ...

@@ -79,7 +79,7 @@ static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
                              out.len, NULL));
     if (r != CB3_RESULT_OK) {
@@ -120,7 +120,7 @@ static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
                              out.len, NULL));
     if (r != CB3_RESULT_OK) {
@@ -156,7 +156,7 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
                                       ct.ptr, ct.len, tag.ptr, tag.len));
     if (r != CB3_RESULT_OK) {
@@ -196,7 +196,7 @@ static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, tag->ptr, tag->len,
                                       aad->ptr, aad->len, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
@@ -242,7 +242,7 @@ static HPy Cipher_encrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     size_t written = 0;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
                              (uint8_t *)buf->ptr, buf->len, &written));
     if (r != CB3_RESULT_OK) {
@@ -284,7 +284,7 @@ static HPy Cipher_decrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     size_t written = 0;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
                              (uint8_t *)buf->ptr, buf->len, &written));
     if (r != CB3_RESULT_OK) {
@@ -319,7 +319,7 @@ static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, buf->len + aad->len, r,
+    CB3_RUN(ctx, &set, buf->len + aad->len, r,
             cb3_aead_encrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, aad->ptr,
                                       aad->len, tag.ptr, tag.len));
     if (r != CB3_RESULT_OK) {
@@ -354,7 +354,7 @@ static HPy Cipher_decrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, buf->len + aad->len, r,
+    CB3_RUN(ctx, &set, buf->len + aad->len, r,
             cb3_aead_decrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, tag->ptr,
                                       tag->len, aad->ptr, aad->len));
     if (r != CB3_RESULT_OK) {

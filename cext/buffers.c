@@ -12,6 +12,15 @@
  *   write into a mutable buffer concurrently; like hashlib and blake3-py we
  *   accept that a program racing on its own buffer gets unspecified bytes,
  *   never memory unsafety (the memory stays allocated).
+ * - PyPy has no export lock: through cpyext, PyObject_GetBuffer on a
+ *   bytearray (or array, or a memoryview of one) returns a pointer into the
+ *   object's storage, but another thread may still resize the object, which
+ *   moves the storage and frees the old block (measured on PyPy 7.3.19: lost
+ *   output, then a segfault). Such buffers are therefore not "pinned", and
+ *   CB3_RUN keeps the GIL while any buffer of the call is unpinned: no other
+ *   Python thread runs until the pointers are dropped. bytes (immutable, the
+ *   HPy zero-copy path) and output bytes made here (private until returned)
+ *   stay pinned, so bytes-in/bytes-out calls still release the GIL on PyPy.
  * - Only C-contiguous buffers of 1-byte items are accepted: anything else
  *   would make `len` mean something other than a byte count.
  * - Output bytes are created with PyBytes_FromStringAndSize(NULL, n), filled
@@ -20,6 +29,23 @@
 #include <string.h>
 
 #include "cb3ext.h"
+
+#if defined(PYPY_VERSION)
+#define CB3_VIEWS_PINNED 0 /* see above: PyPy does not lock exported buffers */
+#else
+#define CB3_VIEWS_PINNED 1
+#endif
+
+/* A struct-module format of one byte-sized item: "B", "b" or "c", optionally
+ * after a byte-order mark (ctypes arrays say "<B"). NULL means "B". */
+static int is_byte_format(const char *format)
+{
+    if (format == NULL)
+        return 1;
+    if (*format != '\0' && strchr("@=<>!", *format) != NULL)
+        format++;
+    return (format[0] == 'B' || format[0] == 'b' || format[0] == 'c') && format[1] == '\0';
+}
 
 static const char *type_name(PyObject *obj)
 {
@@ -31,6 +57,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     out->ptr = NULL;
     out->len = 0;
     out->has_view = 0;
+    out->pinned = 1;
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
     if (!writable && HPyBytes_Check(ctx, obj)) {
@@ -64,8 +91,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         goto done;
     }
     const char *format = out->view.format;
-    if (out->view.itemsize != 1 ||
-        (format != NULL && strcmp(format, "B") != 0 && strcmp(format, "b") != 0 && strcmp(format, "c") != 0)) {
+    if (out->view.itemsize != 1 || !is_byte_format(format)) {
         PyBuffer_Release(&out->view);
         cb3_raisef(ctx, ctx->h_BufferError, "%s must be a buffer of bytes (item size 1), not format '%s'", name,
                    format ? format : "?");
@@ -74,6 +100,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     out->ptr = (const uint8_t *)out->view.buf;
     out->len = (size_t)out->view.len;
     out->has_view = 1;
+    out->pinned = CB3_VIEWS_PINNED;
     status = 0;
 done:
     Py_DECREF(py);
@@ -126,11 +153,21 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
         buf->ptr = NULL;
         buf->len = 0;
         buf->has_view = 0;
+        buf->pinned = 1;
     } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
         return NULL;
     }
     set->count++;
     return buf;
+}
+
+int cb3_all_pinned(const cb3_borrowed *set)
+{
+    for (int i = 0; i < set->count; i++) {
+        if (!set->items[i].pinned)
+            return 0;
+    }
+    return 1;
 }
 
 void cb3_release_all(HPyContext *ctx, cb3_borrowed *set)

@@ -59,6 +59,7 @@ typedef struct {
     const uint8_t *ptr;
     size_t len;
     int has_view;   /* 1 if `view` must be released */
+    int pinned;     /* 1 if the memory stays put while the GIL is released (see buffers.c) */
     Py_buffer view;
 } cb3_buffer;
 
@@ -85,18 +86,23 @@ enum { CB3_READ = 0, CB3_WRITE = 1, CB3_OPTIONAL = 2 };
 const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags);
 void cb3_release_all(HPyContext *ctx, cb3_borrowed *set);
 
+/* 1 if every buffer in `set` is pinned: only then may the GIL be released. */
+int cb3_all_pinned(const cb3_borrowed *set);
+
 /* Runs `call` (an expression giving a cb3_result) with the GIL released when
- * the call touches at least CB3_GIL_THRESHOLD bytes. Every pointer it uses
- * must come from borrowed buffers or C memory, never from object fields. */
-#define CB3_RUN(ctx, nbytes, result, call)                 \
-    do {                                                   \
-        if ((nbytes) >= CB3_GIL_THRESHOLD) {               \
-            HPy_BEGIN_LEAVE_PYTHON(ctx)                    \
-            (result) = (call);                             \
-            HPy_END_LEAVE_PYTHON(ctx)                      \
-        } else {                                           \
-            (result) = (call);                             \
-        }                                                  \
+ * the call touches at least CB3_GIL_THRESHOLD bytes and every buffer borrowed
+ * in `set` is pinned (on PyPy, buffers borrowed through cpyext are not: see
+ * buffers.c). Every pointer it uses must come from `set` or from C memory
+ * (cb3_output), never from object fields. */
+#define CB3_RUN(ctx, set, nbytes, result, call)                        \
+    do {                                                               \
+        if ((nbytes) >= CB3_GIL_THRESHOLD && cb3_all_pinned(set)) {    \
+            HPy_BEGIN_LEAVE_PYTHON(ctx)                                \
+            (result) = (call);                                         \
+            HPy_END_LEAVE_PYTHON(ctx)                                  \
+        } else {                                                       \
+            (result) = (call);                                         \
+        }                                                              \
     } while (0)
 
 /* A new bytes object that Rust writes into directly (no extra copy). */
