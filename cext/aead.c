@@ -69,7 +69,7 @@ static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -104,7 +104,7 @@ static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -146,7 +146,7 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output ct = {NULL, NULL, 0}, tag = {NULL, NULL, 0};
+    cb3_output ct = CB3_OUTPUT_INIT, tag = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -164,10 +164,15 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    HPy items[2] = {cb3_output_finish(ctx, &ct), cb3_output_finish(ctx, &tag)};
-    result = HPyTuple_FromArray(ctx, items, 2);
-    HPy_Close(ctx, items[0]);
-    HPy_Close(ctx, items[1]);
+    HPy items[2];
+    items[0] = cb3_output_finish(ctx, &ct);
+    items[1] = cb3_output_finish(ctx, &tag);
+    if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
+        result = HPyTuple_FromArray(ctx, items, 2);
+    for (int i = 0; i < 2; i++) {
+        if (!HPy_IsNull(items[i]))
+            HPy_Close(ctx, items[i]);
+    }
 done:
     cb3_output_discard(&ct);
     cb3_output_discard(&tag);
@@ -185,7 +190,7 @@ static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
     HPy arg[4];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -309,7 +314,7 @@ static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output tag = {NULL, NULL, 0};
+    cb3_output tag = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);

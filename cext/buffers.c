@@ -23,9 +23,12 @@
  *   stay pinned, so bytes-in/bytes-out calls still release the GIL on PyPy.
  * - Only C-contiguous buffers of 1-byte items are accepted: anything else
  *   would make `len` mean something other than a byte count.
- * - Output bytes are created with PyBytes_FromStringAndSize(NULL, n), filled
- *   by Rust before anyone else can see the object, then handed to HPy.
+ * - Output bytes (CPython) are created with PyBytes_FromStringAndSize(NULL, n),
+ *   filled by Rust before anyone else can see the object, then handed to HPy.
+ *   On PyPy, Rust fills C memory that HPyBytes_FromStringAndSize copies
+ *   (cb3ext.h, cb3_output).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cb3ext.h"
@@ -118,31 +121,57 @@ void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
 
 int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
 {
+    out->ptr = NULL;
+    out->len = 0;
     if (len > (size_t)PY_SSIZE_T_MAX) {
         return cb3_raisef(ctx, ctx->h_OverflowError, "output of %zu bytes is too large", len);
     }
-    out->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
-    if (out->obj == NULL) {
-        out->ptr = NULL;
-        return -1;
+#if CB3_OUTPUT_VIA_HPY
+    /* No wiping of this scratch copy: the bytes object made from it lives in
+     * PyPy's moving GC, which leaves copies of its own anyway. */
+    out->heap = NULL;
+    if (len <= CB3_OUTPUT_INLINE) {
+        out->ptr = out->inline_buf;
+    } else {
+        out->heap = malloc(len);
+        if (out->heap == NULL) {
+            HPyErr_NoMemory(ctx);
+            return -1;
+        }
+        out->ptr = out->heap;
     }
+#else
+    out->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (out->obj == NULL)
+        return -1;
     out->ptr = (uint8_t *)PyBytes_AS_STRING(out->obj);
+#endif
     out->len = len;
     return 0;
 }
 
 HPy cb3_output_finish(HPyContext *ctx, cb3_output *out)
 {
+#if CB3_OUTPUT_VIA_HPY
+    HPy result = HPyBytes_FromStringAndSize(ctx, (const char *)out->ptr, (HPy_ssize_t)out->len);
+#else
     HPy result = HPy_FromPyObject(ctx, out->obj);
-    Py_DECREF(out->obj);
-    out->obj = NULL;
+#endif
+    cb3_output_discard(out);
     return result;
 }
 
 void cb3_output_discard(cb3_output *out)
 {
+#if CB3_OUTPUT_VIA_HPY
+    free(out->heap);
+    out->heap = NULL;
+#else
     Py_XDECREF(out->obj);
     out->obj = NULL;
+#endif
+    out->ptr = NULL;
+    out->len = 0;
 }
 
 const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags)

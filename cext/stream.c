@@ -74,7 +74,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     HPy arg[2];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
