@@ -39,6 +39,13 @@
 #define CB3_VIEWS_PINNED 1
 #endif
 
+/* bytes input through HPyBytes_AS_STRING (1, the default) or, like other
+ * buffers, through the C API (0: only for measuring the difference, see
+ * docs/pypy.md; CFLAGS=-DCB3_BYTES_VIA_HPY=0). */
+#ifndef CB3_BYTES_VIA_HPY
+#define CB3_BYTES_VIA_HPY 1
+#endif
+
 /* A struct-module format of one byte-sized item: "B", "b" or "c", optionally
  * after a byte-order mark (ctypes arrays say "<B"). NULL means "B". */
 static int is_byte_format(const char *format)
@@ -63,7 +70,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     out->pinned = 1;
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
-    if (!writable && HPyBytes_Check(ctx, obj)) {
+    if (CB3_BYTES_VIA_HPY && !writable && HPyBytes_Check(ctx, obj)) {
         out->ptr = (const uint8_t *)HPyBytes_AS_STRING(ctx, obj);
         out->len = (size_t)HPyBytes_GET_SIZE(ctx, obj);
         return 0;
@@ -123,13 +130,20 @@ int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
 {
     out->ptr = NULL;
     out->len = 0;
+#if CB3_OUTPUT_VIA_HPY
+    out->heap = NULL;
+#else
+    out->obj = NULL;
+#endif
     if (len > (size_t)PY_SSIZE_T_MAX) {
         return cb3_raisef(ctx, ctx->h_OverflowError, "output of %zu bytes is too large", len);
     }
 #if CB3_OUTPUT_VIA_HPY
-    /* No wiping of this scratch copy: the bytes object made from it lives in
-     * PyPy's moving GC, which leaves copies of its own anyway. */
-    out->heap = NULL;
+    /* A plain malloc per large output: a per-thread reusable block was tried
+     * and measured no faster on PyPy (likely because glibc's dynamic mmap
+     * threshold already serves repeated 1 MiB blocks from the heap). No
+     * wiping of this copy: the bytes object made from it lives in PyPy's
+     * moving GC, which leaves copies of its own anyway. */
     if (len <= CB3_OUTPUT_INLINE) {
         out->ptr = out->inline_buf;
     } else {
