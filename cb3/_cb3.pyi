@@ -10,6 +10,8 @@ TAG_SIZE: int
 GIL_THRESHOLD: int
 AUTO: int
 HPY_ABI: str
+BUILD_INTERPRETER: str
+BUILD_HPY_VERSION: str
 
 def version() -> str: ...
 def simd_backend() -> str: ...

@@ -94,7 +94,7 @@ static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -104,7 +104,7 @@ static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
                              out.len, NULL));
     if (r != CB3_RESULT_OK) {
@@ -129,7 +129,7 @@ static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -145,7 +145,7 @@ static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
                              out.len, NULL));
     if (r != CB3_RESULT_OK) {
@@ -171,7 +171,7 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output ct = {NULL, NULL, 0}, tag = {NULL, NULL, 0};
+    cb3_output ct = CB3_OUTPUT_INIT, tag = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -181,7 +181,7 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
                                       ct.ptr, ct.len, tag.ptr, tag.len));
     if (r != CB3_RESULT_OK) {
@@ -189,10 +189,15 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    HPy items[2] = {cb3_output_finish(ctx, &ct), cb3_output_finish(ctx, &tag)};
-    result = HPyTuple_FromArray(ctx, items, 2);
-    HPy_Close(ctx, items[0]);
-    HPy_Close(ctx, items[1]);
+    HPy items[2];
+    items[0] = cb3_output_finish(ctx, &ct);
+    items[1] = cb3_output_finish(ctx, &tag);
+    if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
+        result = HPyTuple_FromArray(ctx, items, 2);
+    for (int i = 0; i < 2; i++) {
+        if (!HPy_IsNull(items[i]))
+            HPy_Close(ctx, items[i]);
+    }
 done:
     cb3_output_discard(&ct);
     cb3_output_discard(&tag);
@@ -210,7 +215,7 @@ static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
     HPy arg[4];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -221,7 +226,7 @@ static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, tag->ptr, tag->len,
                                       aad->ptr, aad->len, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
@@ -267,7 +272,7 @@ static HPy Cipher_encrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     size_t written = 0;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
                              (uint8_t *)buf->ptr, buf->len, &written));
     if (r != CB3_RESULT_OK) {
@@ -309,7 +314,7 @@ static HPy Cipher_decrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     size_t written = 0;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r,
+    CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
                              (uint8_t *)buf->ptr, buf->len, &written));
     if (r != CB3_RESULT_OK) {
@@ -334,7 +339,7 @@ static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output tag = {NULL, NULL, 0};
+    cb3_output tag = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
@@ -344,7 +349,7 @@ static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, buf->len + aad->len, r,
+    CB3_RUN(ctx, &set, buf->len + aad->len, r,
             cb3_aead_encrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, aad->ptr,
                                       aad->len, tag.ptr, tag.len));
     if (r != CB3_RESULT_OK) {
@@ -379,7 +384,7 @@ static HPy Cipher_decrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
     cb3_result r;
-    CB3_RUN(ctx, buf->len + aad->len, r,
+    CB3_RUN(ctx, &set, buf->len + aad->len, r,
             cb3_aead_decrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, tag->ptr,
                                       tag->len, aad->ptr, aad->len));
     if (r != CB3_RESULT_OK) {

@@ -12,14 +12,50 @@
  *   write into a mutable buffer concurrently; like hashlib and blake3-py we
  *   accept that a program racing on its own buffer gets unspecified bytes,
  *   never memory unsafety (the memory stays allocated).
+ * - PyPy has no export lock: through cpyext, PyObject_GetBuffer on a
+ *   bytearray (or array, or a memoryview of one) returns a pointer into the
+ *   object's storage, but another thread may still resize the object, which
+ *   moves the storage and frees the old block (measured on PyPy 7.3.19: lost
+ *   output, then a segfault). Such buffers are therefore not "pinned", and
+ *   CB3_RUN keeps the GIL while any buffer of the call is unpinned: no other
+ *   Python thread runs until the pointers are dropped. bytes (immutable, the
+ *   HPy zero-copy path) and output bytes made here (private until returned)
+ *   stay pinned, so bytes-in/bytes-out calls still release the GIL on PyPy.
  * - Only C-contiguous buffers of 1-byte items are accepted: anything else
  *   would make `len` mean something other than a byte count.
- * - Output bytes are created with PyBytes_FromStringAndSize(NULL, n), filled
- *   by Rust before anyone else can see the object, then handed to HPy.
+ * - Output bytes (CPython) are created with PyBytes_FromStringAndSize(NULL, n),
+ *   filled by Rust before anyone else can see the object, then handed to HPy.
+ *   On PyPy, Rust fills C memory that HPyBytes_FromStringAndSize copies
+ *   (cb3ext.h, cb3_output).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cb3ext.h"
+
+#if defined(PYPY_VERSION)
+#define CB3_VIEWS_PINNED 0 /* see above: PyPy does not lock exported buffers */
+#else
+#define CB3_VIEWS_PINNED 1
+#endif
+
+/* bytes input through HPyBytes_AS_STRING (1, the default) or, like other
+ * buffers, through the C API (0: only for measuring the difference, see
+ * docs/pypy.md; CFLAGS=-DCB3_BYTES_VIA_HPY=0). */
+#ifndef CB3_BYTES_VIA_HPY
+#define CB3_BYTES_VIA_HPY 1
+#endif
+
+/* A struct-module format of one byte-sized item: "B", "b" or "c", optionally
+ * after a byte-order mark (ctypes arrays say "<B"). NULL means "B". */
+static int is_byte_format(const char *format)
+{
+    if (format == NULL)
+        return 1;
+    if (*format != '\0' && strchr("@=<>!", *format) != NULL)
+        format++;
+    return (format[0] == 'B' || format[0] == 'b' || format[0] == 'c') && format[1] == '\0';
+}
 
 static const char *type_name(PyObject *obj)
 {
@@ -42,9 +78,10 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     out->ptr = NULL;
     out->len = 0;
     out->has_view = 0;
+    out->pinned = 1;
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
-    if (!writable && HPyBytes_Check(ctx, obj)) {
+    if (CB3_BYTES_VIA_HPY && !writable && HPyBytes_Check(ctx, obj)) {
         out->ptr = (const uint8_t *)HPyBytes_AS_STRING(ctx, obj);
         out->len = (size_t)HPyBytes_GET_SIZE(ctx, obj);
         return 0;
@@ -84,6 +121,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     out->ptr = (const uint8_t *)out->view.buf;
     out->len = (size_t)out->view.len;
     out->has_view = 1;
+    out->pinned = CB3_VIEWS_PINNED;
     status = 0;
 done:
     Py_DECREF(py);
@@ -101,31 +139,64 @@ void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
 
 int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
 {
+    out->ptr = NULL;
+    out->len = 0;
+#if CB3_OUTPUT_VIA_HPY
+    out->heap = NULL;
+#else
+    out->obj = NULL;
+#endif
     if (len > (size_t)PY_SSIZE_T_MAX) {
         return cb3_raisef(ctx, ctx->h_OverflowError, "output of %zu bytes is too large", len);
     }
-    out->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
-    if (out->obj == NULL) {
-        out->ptr = NULL;
-        return -1;
+#if CB3_OUTPUT_VIA_HPY
+    /* A plain malloc per large output: a per-thread reusable block was tried
+     * and measured no faster on PyPy (likely because glibc's dynamic mmap
+     * threshold already serves repeated 1 MiB blocks from the heap). No
+     * wiping of this copy: the bytes object made from it lives in PyPy's
+     * moving GC, which leaves copies of its own anyway. */
+    if (len <= CB3_OUTPUT_INLINE) {
+        out->ptr = out->inline_buf;
+    } else {
+        out->heap = malloc(len);
+        if (out->heap == NULL) {
+            HPyErr_NoMemory(ctx);
+            return -1;
+        }
+        out->ptr = out->heap;
     }
+#else
+    out->obj = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (out->obj == NULL)
+        return -1;
     out->ptr = (uint8_t *)PyBytes_AS_STRING(out->obj);
+#endif
     out->len = len;
     return 0;
 }
 
 HPy cb3_output_finish(HPyContext *ctx, cb3_output *out)
 {
+#if CB3_OUTPUT_VIA_HPY
+    HPy result = HPyBytes_FromStringAndSize(ctx, (const char *)out->ptr, (HPy_ssize_t)out->len);
+#else
     HPy result = HPy_FromPyObject(ctx, out->obj);
-    Py_DECREF(out->obj);
-    out->obj = NULL;
+#endif
+    cb3_output_discard(out);
     return result;
 }
 
 void cb3_output_discard(cb3_output *out)
 {
+#if CB3_OUTPUT_VIA_HPY
+    free(out->heap);
+    out->heap = NULL;
+#else
     Py_XDECREF(out->obj);
     out->obj = NULL;
+#endif
+    out->ptr = NULL;
+    out->len = 0;
 }
 
 const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags)
@@ -136,11 +207,21 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
         buf->ptr = NULL;
         buf->len = 0;
         buf->has_view = 0;
+        buf->pinned = 1;
     } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
         return NULL;
     }
     set->count++;
     return buf;
+}
+
+int cb3_all_pinned(const cb3_borrowed *set)
+{
+    for (int i = 0; i < set->count; i++) {
+        if (!set->items[i].pinned)
+            return 0;
+    }
+    return 1;
 }
 
 void cb3_release_all(HPyContext *ctx, cb3_borrowed *set)

@@ -66,6 +66,7 @@ typedef struct {
     const uint8_t *ptr;
     size_t len;
     int has_view;   /* 1 if `view` must be released */
+    int pinned;     /* 1 if the memory stays put while the GIL is released (see buffers.c) */
     Py_buffer view;
 } cb3_buffer;
 
@@ -92,30 +93,61 @@ enum { CB3_READ = 0, CB3_WRITE = 1, CB3_OPTIONAL = 2 };
 const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags);
 void cb3_release_all(HPyContext *ctx, cb3_borrowed *set);
 
+/* 1 if every buffer in `set` is pinned: only then may the GIL be released. */
+int cb3_all_pinned(const cb3_borrowed *set);
+
 /* Runs `call` (an expression giving a cb3_result) with the GIL released when
- * the call touches at least CB3_GIL_THRESHOLD bytes. Every pointer it uses
- * must come from borrowed buffers or C memory, never from object fields. */
-#define CB3_RUN(ctx, nbytes, result, call)                 \
-    do {                                                   \
-        if ((nbytes) >= CB3_GIL_THRESHOLD) {               \
-            HPy_BEGIN_LEAVE_PYTHON(ctx)                    \
-            (result) = (call);                             \
-            HPy_END_LEAVE_PYTHON(ctx)                      \
-        } else {                                           \
-            (result) = (call);                             \
-        }                                                  \
+ * the call touches at least CB3_GIL_THRESHOLD bytes and every buffer borrowed
+ * in `set` is pinned (on PyPy, buffers borrowed through cpyext are not: see
+ * buffers.c). Every pointer it uses must come from `set` or from C memory
+ * (cb3_output), never from object fields. */
+#define CB3_RUN(ctx, set, nbytes, result, call)                        \
+    do {                                                               \
+        if ((nbytes) >= CB3_GIL_THRESHOLD && cb3_all_pinned(set)) {    \
+            HPy_BEGIN_LEAVE_PYTHON(ctx)                                \
+            (result) = (call);                                         \
+            HPy_END_LEAVE_PYTHON(ctx)                                  \
+        } else {                                                       \
+            (result) = (call);                                         \
+        }                                                              \
     } while (0)
 
-/* A new bytes object that Rust writes into directly (no extra copy). */
+/* Output bytes: Rust writes into `ptr[0..len)`, then cb3_output_finish makes
+ * the bytes object. Two routes, chosen at compile time (see buffers.c):
+ * - C API (CPython): `ptr` is the inside of a fresh PyBytes object, no copy.
+ * - HPy (PyPy): `ptr` is C memory (inline below, or malloc), copied once by
+ *   HPyBytes_FromStringAndSize. On PyPy that is 2-3x faster for 1 MiB than a
+ *   cpyext PyBytes object, which PyPy copies again when it reaches Python and
+ *   frees only at a later GC (docs/pypy.md has the numbers;
+ *   CFLAGS=-DCB3_OUTPUT_VIA_HPY=0 builds the other route for measuring, and
+ *   CFLAGS=-DCB3_OUTPUT_VIA_HPY=1 this route on CPython, for testing). */
+#if !defined(CB3_OUTPUT_VIA_HPY)
+#if defined(PYPY_VERSION)
+#define CB3_OUTPUT_VIA_HPY 1
+#else
+#define CB3_OUTPUT_VIA_HPY 0
+#endif
+#endif
+
+#define CB3_OUTPUT_INLINE 128 /* 64-byte messages + tag stay on the stack */
+
 typedef struct {
-    PyObject *obj;
     uint8_t *ptr;
     size_t len;
+#if CB3_OUTPUT_VIA_HPY
+    uint8_t *heap; /* malloc'ed, or NULL when `ptr` is `inline_buf` */
+    uint8_t inline_buf[CB3_OUTPUT_INLINE];
+#else
+    PyObject *obj;
+#endif
 } cb3_output;
 
+#define CB3_OUTPUT_INIT {.ptr = NULL, .len = 0}
+
+/* Output memory is private until finish, so it is always "pinned" (CB3_RUN). */
 int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out);
-HPy cb3_output_finish(HPyContext *ctx, cb3_output *out);   /* steals; returns the bytes */
-void cb3_output_discard(cb3_output *out);                  /* on failure */
+HPy cb3_output_finish(HPyContext *ctx, cb3_output *out);   /* the bytes, or HPy_NULL; always releases */
+void cb3_output_discard(cb3_output *out);                  /* on failure; safe to repeat */
 
 /* ---- args.c ---- */
 

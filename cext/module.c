@@ -47,9 +47,68 @@ static int load_exception(HPyContext *ctx, HPy errors, const char *name, HPyGlob
     return 0;
 }
 
+#if !defined(CB3_BUILD_CACHE_TAG) || !defined(CB3_BUILD_HPY_VERSION)
+#error "setup.py defines CB3_BUILD_CACHE_TAG and CB3_BUILD_HPY_VERSION (the build's interpreter and HPy)"
+#endif
+
+/* The HPy version whose context layout this binary assumes; None for the
+ * cpython ABI, which calls the C API directly and has no HPyContext. */
+static HPy built_hpy_version(HPyContext *ctx)
+{
+#if defined(HPY_ABI_CPYTHON)
+    return HPy_Dup(ctx, ctx->h_None);
+#else
+    return HPyUnicode_FromString(ctx, CB3_BUILD_HPY_VERSION);
+#endif
+}
+
+/* Raises ImportError unless the running interpreter (and, for the hybrid ABI,
+ * its HPy runtime) is the one this binary was built for: cb3._guard.check_build
+ * (cb3/_guard.py), the same check the loader stub makes before loading us.
+ * Runs first, and uses only HPyContext members that precede the point where
+ * the context layouts of hpy 0.9.0 and PyPy's 0.9.1.dev diverge (h_Builtins). */
+static int check_build(HPyContext *ctx)
+{
+    int status = -1;
+    HPy guard = HPy_NULL, check = HPy_NULL, items[3] = {HPy_NULL, HPy_NULL, HPy_NULL}, args = HPy_NULL,
+        result = HPy_NULL;
+    guard = HPyImport_ImportModule(ctx, "cb3._guard");
+    if (HPy_IsNull(guard))
+        goto done;
+    check = HPy_GetAttr_s(ctx, guard, "check_build");
+    if (HPy_IsNull(check))
+        goto done;
+    items[0] = HPyUnicode_FromString(ctx, "cb3._cb3");
+    items[1] = HPyUnicode_FromString(ctx, CB3_BUILD_CACHE_TAG);
+    items[2] = built_hpy_version(ctx);
+    if (HPy_IsNull(items[0]) || HPy_IsNull(items[1]) || HPy_IsNull(items[2]))
+        goto done;
+    args = HPyTuple_FromArray(ctx, items, 3);
+    if (HPy_IsNull(args))
+        goto done;
+    result = HPy_CallTupleDict(ctx, check, args, HPy_NULL);
+    if (!HPy_IsNull(result))
+        status = 0;
+done:
+    for (int i = 0; i < 3; i++)
+        if (!HPy_IsNull(items[i]))
+            HPy_Close(ctx, items[i]);
+    if (!HPy_IsNull(result))
+        HPy_Close(ctx, result);
+    if (!HPy_IsNull(args))
+        HPy_Close(ctx, args);
+    if (!HPy_IsNull(check))
+        HPy_Close(ctx, check);
+    if (!HPy_IsNull(guard))
+        HPy_Close(ctx, guard);
+    return status;
+}
+
 HPyDef_SLOT(module_exec, HPy_mod_exec)
 static int module_exec_impl(HPyContext *ctx, HPy module)
 {
+    if (check_build(ctx) < 0)
+        return -1;
     HPy errors = HPyImport_ImportModule(ctx, "cb3.errors");
     if (HPy_IsNull(errors))
         return -1;
@@ -73,7 +132,9 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
         add_int(ctx, module, "TAG_SIZE", CB3_TAG_SIZE) < 0 ||
         add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_int(ctx, module, "AUTO", CB3_AUTO) < 0 ||
         add_int(ctx, module, "BLAKE3_PARALLEL_MIN", CB3_BLAKE3_PARALLEL_MIN) < 0 ||
-        add_string(ctx, module, "HPY_ABI", abi) < 0)
+        add_string(ctx, module, "HPY_ABI", abi) < 0 ||
+        add_string(ctx, module, "BUILD_INTERPRETER", CB3_BUILD_CACHE_TAG) < 0 ||
+        add_string(ctx, module, "BUILD_HPY_VERSION", CB3_BUILD_HPY_VERSION) < 0)
         return -1;
     return 0;
 }

@@ -74,7 +74,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     HPy arg[2];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
@@ -90,7 +90,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
         goto done;
     const cb3_stream *stream = StreamObject_AsStruct(ctx, self)->stream;
     cb3_result r;
-    CB3_RUN(ctx, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
+    CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
     if (r != CB3_RESULT_OK) {
         cb3_given_lengths none = {0, 0, 0};
         cb3_raise(ctx, r, &none);

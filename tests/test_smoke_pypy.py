@@ -1,0 +1,285 @@
+"""Smoke tests that must pass identically on CPython and PyPy (scripts/pypy.sh).
+
+They pin the behaviour where the two interpreters' C-API/HPy layers differ:
+tp_new keyword arguments (a dict on CPython, a kwnames tuple on PyPy), the
+buffer protocol through cpyext (PyPy raises ValueError, not BufferError, for a
+read-only buffer requested writable), and bytes as a zero-copy HPy path.
+"""
+
+import array
+import sys
+import threading
+
+import pytest
+
+import cb3
+
+# Upstream known-answer vectors (chacha20-blake3 tests/mod.rs): key, nonce, plaintext, aad, ct, tag.
+VECTORS = [
+    (
+        "00" * 32,
+        "00" * 24,
+        "",
+        "",
+        "",
+        "4fbdd67d41f66924b4304f0fc1eaa87a8e90fc7c5304fe3078f0a1b6e6142c33",
+    ),
+    (
+        "0100000000000000000000000000000000000000000000000000000000000010",
+        "100000000000000000000000000000000000000000000001",
+        b"ChaCha20".hex(),
+        b"BLAKE3".hex(),
+        "48fecfaf8d9553bf",
+        "e7121700da72362e77e09080ddd55101aaca18cdcf259953923150cb89e1fef2",
+    ),
+    (
+        "3eb02a239a2a66de159b9bb5486ccc10a6f63ddf5862ef076650513372353622",
+        "768e9bda14afb5686cc34de26210f9ff6fa1dfadc64ee3f0",
+        "b8f60975cd7057a003ac84df00d514624fe40cb7855c50dd6594f59b3a2580e5",
+        "c8d69ca92da6c5fd22f1805179fcd36cb7a9d45848fa346ba7118c2f34d23a48",
+        "444d593bb2dea9ecde9cd3839d166141de70481340ce30739b3f0f28b059d632",
+        "32324ace49e8a19729ac5110a093fba10acaeed93099dea1a9c20463a278c3a7",
+    ),
+]
+
+KEY = bytes(range(32))
+NONCE = bytes(range(100, 124))
+
+
+@pytest.mark.parametrize("key, nonce, pt, aad, ct, tag", VECTORS)
+def test_upstream_vector(key, nonce, pt, aad, ct, tag):
+    key, nonce, pt, aad, ct, tag = map(bytes.fromhex, (key, nonce, pt, aad, ct, tag))
+    cipher = cb3.ChaCha20Blake3(key)
+    assert cipher.encrypt(nonce, pt, aad) == ct + tag
+    assert cipher.decrypt(nonce, ct + tag, aad) == pt
+    assert cipher.encrypt_detached(nonce, pt, aad) == (ct, tag)
+    assert cipher.decrypt_detached(nonce, ct, tag, aad) == pt
+    # The same through bytearray / memoryview inputs (the cpyext route on PyPy).
+    assert cipher.encrypt(bytearray(nonce), memoryview(pt), bytearray(aad)) == ct + tag
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1024, 2047, 2048, 4096, 70_000, 1 << 20])
+def test_round_trip(size):
+    data = bytes((i * 7 + 3) & 0xFF for i in range(size))
+    cipher = cb3.ChaCha20Blake3(KEY)
+    sealed = cipher.encrypt(NONCE, data, b"header")
+    assert len(sealed) == size + cb3.TAG_SIZE
+    assert cipher.decrypt(NONCE, sealed, b"header") == data
+    with pytest.raises(cb3.DecryptionError):
+        cipher.decrypt(NONCE, sealed, b"other header")
+    # Every input kind gives the same bytes.
+    assert cipher.encrypt(NONCE, bytearray(data), b"header") == sealed
+    assert cipher.encrypt(NONCE, memoryview(data), memoryview(b"header")) == sealed
+    assert cipher.encrypt(NONCE, array.array("B", data), b"header") == sealed
+
+
+def test_into_and_in_place():
+    cipher = cb3.ChaCha20Blake3(KEY)
+    data = b"x" * 5000
+    sealed = cipher.encrypt(NONCE, data)
+    buf = bytearray(len(data) + 32)
+    assert cipher.encrypt_into(NONCE, data, None, buf) == len(buf)
+    assert buf == sealed
+    out = bytearray(len(data))
+    assert cipher.decrypt_into(NONCE, buf, None, out) == len(data)
+    assert out == data
+    # into a memoryview slice of a bigger buffer
+    big = bytearray(len(data) + 100)
+    cipher.encrypt_into(NONCE, data, None, memoryview(big)[10 : 10 + len(data) + 32])
+    assert big[10 : 10 + len(data) + 32] == sealed
+    # other writable exporters: array, mmap, ctypes (format "<B")
+    import ctypes
+    import mmap
+
+    for target in (array.array("B", bytes(len(sealed))), mmap.mmap(-1, len(sealed)), (ctypes.c_ubyte * len(sealed))()):
+        assert cipher.encrypt_into(NONCE, data, None, target) == len(sealed)
+        assert bytes(target) == sealed
+    inplace = bytearray(data)
+    tag = cipher.encrypt_in_place(NONCE, inplace)
+    assert bytes(inplace) + tag == sealed
+    assert cipher.decrypt_in_place(NONCE, inplace, tag) is None
+    assert inplace == data
+    # wrong tag: DecryptionError and the buffer untouched
+    before = bytes(buf)
+    with pytest.raises(cb3.DecryptionError):
+        cipher.decrypt_into(NONCE, bytes(32) + before[32:], None, out)
+    assert buf == before
+
+
+def test_keywords_and_tp_new_keywords():
+    # tp_new gets a dict on CPython and a kwnames tuple on PyPy.
+    a = cb3.ChaCha20Blake3(key=KEY)
+    b = cb3.ChaCha20Blake3(KEY)
+    assert a.encrypt(nonce=NONCE, data=b"d", associated_data=b"a") == b.encrypt(NONCE, b"d", b"a")
+    s1 = cb3.Stream(KEY, NONCE, message_index=5)
+    s2 = cb3.Stream(key=KEY, nonce=NONCE, message_index=5)
+    assert s1.message_index == s2.message_index == 5
+    assert s1.encrypt(b"m") == s2.encrypt(data=b"m")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kee'"):
+        cb3.ChaCha20Blake3(kee=KEY)
+    with pytest.raises(TypeError, match="multiple values for argument 'key'"):
+        cb3.ChaCha20Blake3(KEY, key=KEY)
+    with pytest.raises(TypeError, match="missing required argument 'key'"):
+        cb3.ChaCha20Blake3()
+    with pytest.raises(TypeError, match="at most 1 positional"):
+        cb3.ChaCha20Blake3(KEY, KEY)
+    with pytest.raises(TypeError, match="at most 2 positional"):
+        cb3.Stream(KEY, NONCE, 5)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'associated'"):
+        a.encrypt(NONCE, b"d", associated=b"a")
+
+
+def test_stream():
+    sender, receiver = cb3.Stream(KEY, NONCE), cb3.Stream(KEY, NONCE)
+    messages = [b"one", b"", b"three" * 1000]
+    sealed = [sender.encrypt(m, b"ad") for m in messages]
+    assert sender.message_index == 3
+    with pytest.raises(cb3.DecryptionError):
+        receiver.decrypt(sealed[1], b"ad")
+    assert receiver.message_index == 0
+    assert [receiver.decrypt(c, b"ad") for c in sealed] == messages
+
+
+def test_error_types_match_cpython():
+    cipher = cb3.ChaCha20Blake3(KEY)
+    # read-only buffer where a writable one is needed: TypeError on both
+    # (cpyext's ValueError must not leak through)
+    for readonly in (b"x" * 33, memoryview(bytearray(33)).toreadonly()):
+        with pytest.raises(TypeError, match="writable buffer"):
+            cipher.encrypt_into(NONCE, b"x", None, readonly)
+    with pytest.raises(TypeError, match="writable buffer"):
+        cipher.encrypt_in_place(NONCE, b"abc")
+    with pytest.raises(TypeError, match="not 'str'"):
+        cipher.encrypt(NONCE, "text")
+    with pytest.raises(TypeError, match="not 'int'"):
+        cipher.encrypt(NONCE, 5)
+    with pytest.raises(TypeError, match="not 'NoneType'"):
+        cipher.encrypt(NONCE, None)
+    with pytest.raises(BufferError, match="C-contiguous"):
+        cipher.encrypt(NONCE, memoryview(b"abcdef")[::2])
+    with pytest.raises(BufferError, match="item size 1"):
+        cipher.encrypt(NONCE, array.array("I", [1, 2, 3]))
+    with pytest.raises(ValueError, match="key must be 32 bytes, got 31"):
+        cb3.ChaCha20Blake3(bytes(31))
+    with pytest.raises(ValueError, match="nonce must be 24 bytes, got 12"):
+        cipher.encrypt(bytes(12), b"")
+    with pytest.raises(ValueError, match="buf must be exactly 33 bytes"):
+        cipher.encrypt_into(NONCE, b"x", None, bytearray(32))
+    with pytest.raises(cb3.DecryptionError):
+        cipher.decrypt(NONCE, b"short")
+    with pytest.raises(TypeError, match="message_index must be an int"):
+        cb3.Stream(KEY, NONCE, message_index=1.0)
+    with pytest.raises(ValueError, match="message_index"):
+        cb3.Stream(KEY, NONCE, message_index=-1)
+
+
+def test_exported_buffer_cannot_be_resized():
+    # An exported bytearray is locked while cb3 holds its buffer; after the
+    # call it can be resized again (the view was released).
+    cipher = cb3.ChaCha20Blake3(KEY)
+    data = bytearray(b"y" * 10)
+    cipher.encrypt(NONCE, data)
+    data.extend(b"more")
+    buf = bytearray(14 + 32)
+    cipher.encrypt_into(NONCE, data, None, buf)
+    buf.append(0)
+
+
+def test_threads_share_a_cipher():
+    cipher = cb3.ChaCha20Blake3(KEY)
+    data = bytes(100_000)
+    expected = cipher.encrypt(NONCE, data)
+    results = []
+
+    def work():
+        for _ in range(5):
+            results.append(cipher.encrypt(NONCE, data) == expected)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 20
+
+
+def test_module_facts():
+    ext = cb3._cb3
+    assert ext.HPY_ABI in ("cpython", "hybrid")
+    assert ext.BUILD_INTERPRETER == sys.implementation.cache_tag
+    assert cb3.KEY_SIZE == 32 and cb3.NONCE_SIZE == 24 and cb3.TAG_SIZE == 32
+    assert cb3.simd_backend()
+
+
+RESIZE_RACE = r"""
+import gc, sys, threading, time
+import cb3
+
+cipher = cb3.ChaCha20Blake3(bytes(32))
+nonce = bytes(24)
+size = 32 << 20
+data = bytes(size)
+outcomes = {"resized": 0, "refused": 0}
+
+for trial in range(4):
+    for target in ("out", "in"):
+        buf = bytearray(size + 32)
+        src = bytearray(size)
+        victim = buf if target == "out" else src
+        go = threading.Event()
+
+        def resize():
+            go.wait()
+            time.sleep(0.001)
+            try:
+                del victim[:]  # frees the storage cb3 may be using...
+                outcomes["resized"] += 1
+            except BufferError:
+                outcomes["refused"] += 1
+            gc.collect()  # ...now
+
+        thread = threading.Thread(target=resize)
+        thread.start()
+        go.set()
+        try:
+            if target == "out":
+                cipher.encrypt_into(nonce, data, None, buf)
+            else:
+                cipher.encrypt(nonce, src)
+        except (ValueError, BufferError):
+            pass  # the buffer was resized before the call borrowed it
+        thread.join()
+print("survived", outcomes)
+"""
+
+
+def test_concurrent_resize_is_memory_safe():
+    # CPython locks an exported bytearray against resizing (BufferError).
+    # PyPy does not: a bytearray borrowed through cpyext can be reallocated by
+    # another thread, so cb3 must keep the GIL while it holds such a pointer.
+    # Before that fix this crashed PyPy (use after free) or lost the output.
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c", RESIZE_RACE], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr[-2000:])
+    assert "survived" in result.stdout
+
+
+def test_bytes_calls_release_the_gil():
+    # bytes in, bytes out: pinned memory, so the GIL is released on both
+    # interpreters and another thread keeps running during a long call.
+    cipher = cb3.ChaCha20Blake3(KEY)
+    data = bytes(64 << 20)
+    done = threading.Event()
+    spins = 0
+
+    def work():
+        cipher.encrypt(NONCE, data)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    while not done.is_set():
+        spins += 1
+    worker.join()
+    assert spins > 10_000
