@@ -102,7 +102,9 @@ static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL || cb3_output_new(ctx, data->len + CB3_TAG_SIZE, &out) < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
@@ -143,7 +145,9 @@ static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     }
     if (cb3_output_new(ctx, data->len - CB3_TAG_SIZE, &out) < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
@@ -179,7 +183,9 @@ static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
     const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL || cb3_output_new(ctx, data->len, &ct) < 0 || cb3_output_new(ctx, CB3_TAG_SIZE, &tag) < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_encrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
@@ -224,7 +230,9 @@ static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
     const cb3_buffer *aad = tag ? cb3_borrow(ctx, &set, arg[3], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL || cb3_output_new(ctx, data->len, &out) < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
             cb3_aead_decrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, tag->ptr, tag->len,
@@ -269,7 +277,9 @@ static HPy Cipher_encrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_buffer *buf = aad ? cb3_borrow(ctx, &set, arg[3], "buf", CB3_WRITE) : NULL;
     if (buf == NULL || check_out_size(ctx, buf, data->len + CB3_TAG_SIZE, "len(data) + 32") < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     size_t written = 0;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
@@ -311,7 +321,9 @@ static HPy Cipher_decrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     }
     if (check_out_size(ctx, buf, data->len - CB3_TAG_SIZE, "len(data) - 32") < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     size_t written = 0;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
@@ -347,7 +359,9 @@ static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
     const cb3_buffer *aad = buf ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL || cb3_output_new(ctx, CB3_TAG_SIZE, &tag) < 0)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, buf->len + aad->len, r,
             cb3_aead_encrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, aad->ptr,
@@ -382,7 +396,9 @@ static HPy Cipher_decrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *ar
     const cb3_buffer *aad = tag ? cb3_borrow(ctx, &set, arg[3], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL)
         goto done;
-    const cb3_aead *aead = CipherObject_AsStruct(ctx, self)->aead;
+    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
+    if (aead == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, buf->len + aad->len, r,
             cb3_aead_decrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, tag->ptr,

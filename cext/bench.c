@@ -17,7 +17,7 @@ static HPy bench_reference_impl(HPyContext *ctx, HPy self, const HPy *args, size
         return cb3_raisef(ctx, ctx->h_ValueError, "mode must be 0, 1 or 2 and message_len >= 0"), HPy_NULL;
     uint64_t elapsed_ns = 0;
     cb3_result r;
-    CB3_RUN(ctx, (size_t)CB3_GIL_THRESHOLD, r,
+    CB3_RUN(ctx, NULL, (size_t)CB3_GIL_THRESHOLD, r,
             cb3_bench_reference((cb3_bench_mode)mode, (size_t)message_len, iterations, &elapsed_ns));
     if (r != CB3_RESULT_OK) {
         cb3_given_lengths none = {0, 0, 0};

@@ -62,17 +62,6 @@ static const char *type_name(PyObject *obj)
     return Py_TYPE(obj)->tp_name;
 }
 
-/* True for the struct-module formats of one byte: "B", "b" or "c", with or
- * without a byte-order prefix (ctypes exports "<B", "<b", "<c"). */
-static int is_byte_format(const char *format)
-{
-    if (format == NULL)
-        return 1;
-    if (*format == '@' || *format == '=' || *format == '<' || *format == '>' || *format == '!')
-        format++;
-    return strcmp(format, "B") == 0 || strcmp(format, "b") == 0 || strcmp(format, "c") == 0;
-}
-
 int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
 {
     out->ptr = NULL;
@@ -217,6 +206,8 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
 
 int cb3_all_pinned(const cb3_borrowed *set)
 {
+    if (set == NULL) /* the call borrows no Python buffer */
+        return 1;
     for (int i = 0; i < set->count; i++) {
         if (!set->items[i].pinned)
             return 0;

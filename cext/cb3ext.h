@@ -93,7 +93,8 @@ enum { CB3_READ = 0, CB3_WRITE = 1, CB3_OPTIONAL = 2 };
 const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const char *name, int flags);
 void cb3_release_all(HPyContext *ctx, cb3_borrowed *set);
 
-/* 1 if every buffer in `set` is pinned: only then may the GIL be released. */
+/* 1 if every buffer in `set` (NULL: none) is pinned: only then may the GIL
+ * be released. */
 int cb3_all_pinned(const cb3_borrowed *set);
 
 /* Runs `call` (an expression giving a cb3_result) with the GIL released when
@@ -184,6 +185,13 @@ extern HPyDef bench_reference;
 int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out);
 
 /* ---- types ---- */
+
+/* `Type_AsStruct(ctx, self)->field` (the Rust object), or NULL with a
+ * TypeError set when `self` was not made by its type's constructor: PyPy
+ * lets object.__new__(cls) through, leaving no struct behind. */
+#define CB3_INNER(ctx, self, Type, field) \
+    cb3_require_initialized(ctx, Type##_AsStruct(ctx, self) ? (const void *)Type##_AsStruct(ctx, self)->field : NULL)
+const void *cb3_require_initialized(HPyContext *ctx, const void *inner);
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;

@@ -92,15 +92,17 @@ static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t
     HPy arg[1];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
     if (data == NULL || cb3_output_new(ctx, data->len, &out) < 0)
         goto done;
-    const cb3_chacha *chacha = ChaChaObject_AsStruct(ctx, self)->chacha;
+    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
+    if (chacha == NULL)
+        goto done;
     cb3_result r;
-    CB3_RUN(ctx, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
+    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
         goto done;
@@ -133,9 +135,11 @@ static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, s
                    out->len);
         goto done;
     }
-    const cb3_chacha *chacha = ChaChaObject_AsStruct(ctx, self)->chacha;
+    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
+    if (chacha == NULL)
+        goto done;
     cb3_result r;
-    CB3_RUN(ctx, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
+    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
         goto done;
@@ -160,9 +164,11 @@ static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_buffer *buf = cb3_borrow(ctx, &set, arg[0], "buf", CB3_WRITE);
     if (buf == NULL)
         goto done;
-    const cb3_chacha *chacha = ChaChaObject_AsStruct(ctx, self)->chacha;
+    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
+    if (chacha == NULL)
+        goto done;
     cb3_result r;
-    CB3_RUN(ctx, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
+    CB3_RUN(ctx, &set, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
         goto done;
@@ -260,6 +266,8 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
     HPy arg[1];
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
+    if (CB3_INNER(ctx, self, ChaChaObject, chacha) == NULL)
+        return HPy_NULL;
     ChaChaObject *obj = ChaChaObject_AsStruct(ctx, self);
     uint64_t block = 0;
     uint32_t offset = 0;
@@ -286,7 +294,10 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
     (void)closure;
     uint64_t block = 0;
     uint32_t offset = 0;
-    cb3_result r = cb3_chacha_position(ChaChaObject_AsStruct(ctx, self)->chacha, &block, &offset);
+    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
+    if (chacha == NULL)
+        return HPy_NULL;
+    cb3_result r = cb3_chacha_position(chacha, &block, &offset);
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
         return HPy_NULL;
@@ -337,7 +348,7 @@ static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, si
     HPy arg[2];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);

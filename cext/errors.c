@@ -54,9 +54,15 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
     case CB3_RESULT_INVALID_ARGUMENT:
         return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));
     default:
-        /* NULL parameters cannot come from Python and a panic is a bug:
-         * both are internal errors, reported with their code. */
+        /* A panic is a bug: an internal error, reported with its code. */
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
                           cb3_result_message(result));
     }
+}
+
+const void *cb3_require_initialized(HPyContext *ctx, const void *inner)
+{
+    if (inner == NULL)
+        cb3_raisef(ctx, ctx->h_TypeError, "this cb3 object was not initialized: create it by calling its class");
+    return inner;
 }

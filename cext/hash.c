@@ -154,7 +154,7 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raise(ctx, r, &no_lengths);
         goto done;
     }
-    CB3_RUN(ctx, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
+    CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
         goto done;
@@ -189,13 +189,16 @@ HPyDef_METH(Blake3_update, "update", HPyFunc_O,
                    "max_threads != 1, inputs of 128 KiB or more are hashed on several threads.")
 static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
 {
-    cb3_buffer data;
-    if (cb3_buffer_get(ctx, data_obj, "data", 0, 0, &data) < 0)
+    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+        return HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    const cb3_buffer *data = cb3_borrow(ctx, &set, data_obj, "data", CB3_READ);
+    if (data == NULL)
         return HPy_NULL;
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     cb3_result r;
-    CB3_RUN(ctx, data.len, r, cb3_blake3_update(hasher, data.ptr, data.len));
-    cb3_buffer_release(ctx, &data);
+    CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
+    cb3_release_all(ctx, &set);
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
         return HPy_NULL;
@@ -234,6 +237,8 @@ HPyDef_METH(Blake3_update_mmap, "update_mmap", HPyFunc_KEYWORDS,
                    "Returns the hasher.")
 static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
+    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+        return HPy_NULL;
     static const cb3_argspec spec = {"update_mmap", {"path", NULL}, 1, 0};
     HPy arg[1];
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
@@ -265,7 +270,7 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     int32_t os_error = 0;
     cb3_result r;
-    CB3_RUN(ctx, CB3_GIL_THRESHOLD, r, cb3_blake3_update_mmap(hasher, path, path_len, &os_error));
+    CB3_RUN(ctx, NULL, CB3_GIL_THRESHOLD, r, cb3_blake3_update_mmap(hasher, path, path_len, &os_error));
     Py_DECREF(encoded);
     HPy result = HPy_NULL;
     if (r == CB3_RESULT_IO_ERROR) {
@@ -304,16 +309,18 @@ HPyDef_METH(Blake3_digest, "digest", HPyFunc_KEYWORDS,
                    "not changed: more input may follow.")
 static HPy Blake3_digest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
+    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+        return HPy_NULL;
     size_t length;
     uint64_t seek;
     if (output_args(ctx, args, nargs, kwnames, "digest", (size_t)PY_SSIZE_T_MAX, &length, &seek) < 0)
         return HPy_NULL;
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_output_new(ctx, length, &out) < 0)
         return HPy_NULL;
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     cb3_result r;
-    CB3_RUN(ctx, length, r, cb3_blake3_finalize(hasher, seek, out.ptr, out.len));
+    CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
         cb3_output_discard(&out);
         cb3_raise(ctx, r, &no_lengths);
@@ -327,6 +334,8 @@ HPyDef_METH(Blake3_hexdigest, "hexdigest", HPyFunc_KEYWORDS,
                    "Like digest(), as a string of 2 * length lowercase hex digits.")
 static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
+    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+        return HPy_NULL;
     size_t length;
     uint64_t seek;
     if (output_args(ctx, args, nargs, kwnames, "hexdigest", (size_t)PY_SSIZE_T_MAX / 2, &length, &seek) < 0)
@@ -337,7 +346,7 @@ static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, siz
         return HPyErr_NoMemory(ctx);
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     cb3_result r;
-    CB3_RUN(ctx, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
+    CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
     HPy result = HPy_NULL;
     if (r != CB3_RESULT_OK)
         cb3_raise(ctx, r, &no_lengths);
@@ -356,6 +365,8 @@ HPyDef_METH(Blake3_copy, "copy", HPyFunc_NOARGS,
                    "to hash several inputs that share a prefix.")
 static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
 {
+    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+        return HPy_NULL;
     cb3_blake3 *copy = NULL;
     cb3_result r = cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy);
     if (r != CB3_RESULT_OK) {
@@ -380,6 +391,8 @@ HPyDef_METH(Blake3_reset, "reset", HPyFunc_NOARGS,
                    "given to the constructor is not replayed.")
 static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
 {
+    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+        return HPy_NULL;
     cb3_result r = cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher);
     if (r != CB3_RESULT_OK) {
         cb3_raise(ctx, r, &no_lengths);
@@ -421,7 +434,7 @@ static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames,
     HPy arg[3];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    cb3_output out = {NULL, NULL, 0};
+    cb3_output out = CB3_OUTPUT_INIT;
     if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     int n_inputs = mode == MODE_HASH ? 1 : 2;
@@ -442,14 +455,14 @@ static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames,
     cb3_result r;
     switch (mode) {
     case MODE_HASH:
-        CB3_RUN(ctx, data->len + length, r, cb3_blake3_hash(data->ptr, data->len, out.ptr, out.len));
+        CB3_RUN(ctx, &set, data->len + length, r, cb3_blake3_hash(data->ptr, data->len, out.ptr, out.len));
         break;
     case MODE_KEYED:
-        CB3_RUN(ctx, data->len + length, r,
+        CB3_RUN(ctx, &set, data->len + length, r,
                 cb3_blake3_keyed_hash(key->ptr, key->len, data->ptr, data->len, out.ptr, out.len));
         break;
     default:
-        CB3_RUN(ctx, data->len + length, r,
+        CB3_RUN(ctx, &set, data->len + length, r,
                 cb3_blake3_derive_key((const uint8_t *)context, context_len, data->ptr, data->len, out.ptr,
                                       out.len));
         break;

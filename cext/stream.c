@@ -88,7 +88,9 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     }
     if (cb3_output_new(ctx, decrypt ? data->len - CB3_TAG_SIZE : data->len + CB3_TAG_SIZE, &out) < 0)
         goto done;
-    const cb3_stream *stream = StreamObject_AsStruct(ctx, self)->stream;
+    const cb3_stream *stream = CB3_INNER(ctx, self, StreamObject, stream);
+    if (stream == NULL)
+        goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
     if (r != CB3_RESULT_OK) {
@@ -128,7 +130,10 @@ HPyDef_GET(Stream_message_index, "message_index",
 static HPy Stream_message_index_get(HPyContext *ctx, HPy self, void *closure)
 {
     (void)closure;
-    return HPyLong_FromUInt64_t(ctx, cb3_stream_message_index(StreamObject_AsStruct(ctx, self)->stream));
+    const cb3_stream *stream = CB3_INNER(ctx, self, StreamObject, stream);
+    if (stream == NULL)
+        return HPy_NULL;
+    return HPyLong_FromUInt64_t(ctx, cb3_stream_message_index(stream));
 }
 
 static HPyDef *Stream_defines[] = {

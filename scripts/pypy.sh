@@ -37,13 +37,14 @@ SUITE=${CB3_PYPY_SUITE:-trixie}
 ROOT=$CACHE/chroot
 VENV=/opt/cb3-venv                     # inside the chroot
 PACKAGES=pypy3,pypy3-dev,pypy3-venv,gcc,libc6-dev,ca-certificates
-# The test tools. cryptography has PyPy wheels (an independent reference for
-# tests that want one); blake3 has none and would need a Rust build, so it is
-# left out: tests that use it must importorskip it.
-# Pins: the PyO3-built PyPy wheels of hypothesis >= 6.156 (its Rust core) and
-# cryptography >= 47 need PyPyModule_FromDefAndSpec2, which PyPy 7.3.19 lacks
-# ("undefined symbol" at import); the versions below are the newest that load.
-TEST_DEPS="pytest hypothesis<6.156 cryptography<47"
+# The test tools, the same as tests/requirements.txt (the whole suite runs on
+# PyPy) except: hpy (PyPy's own is used), mypy (static, run on CPython), and
+# two pins lowered because the PyO3-built PyPy wheels of hypothesis >= 6.156
+# (its Rust core) and cryptography >= 47 need PyPyModule_FromDefAndSpec2,
+# which PyPy 7.3.19 lacks ("undefined symbol" at import). blake3 (blake3-py,
+# the tests' independent BLAKE3) has no PyPy wheel: pip builds it from its
+# sdist with the host's Rust toolchain, bind-mounted into the chroot.
+TEST_DEPS="pytest==9.2.0 hypothesis==6.155.7 cryptography==46.0.7 blake3==1.0.11 numpy==2.4.6 psutil==7.2.2 pycryptodome==4.4.0"
 RECIPE="cb3-pypy-chroot v1 suite=$SUITE packages=$PACKAGES"
 MARKER=$ROOT/.cb3-chroot-complete
 START=$SECONDS
@@ -67,6 +68,18 @@ in_chroot() {
         env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=180 \
         PYTHONDONTWRITEBYTECODE=1 ${CB3_HPY_ABI:+CB3_HPY_ABI=$CB3_HPY_ABI} "$@"
+}
+
+# in_chroot, with the host's Rust toolchain visible at /opt/host-cargo and
+# /opt/host-rustup (bind mounts that end with the namespace).
+in_chroot_with_rust() {
+    mkdir -p "$ROOT/opt/host-cargo" "$ROOT/opt/host-rustup"
+    # shellcheck disable=SC2016
+    unshare -m -- sh -c 'mount -t proc proc "$1/proc" && mount --bind "$2" "$1/opt/host-cargo" &&
+        mount --bind "$3" "$1/opt/host-rustup" && r=$1 && shift 3 && exec chroot "$r" "$@"' \
+        sh "$ROOT" "${CARGO_HOME:-$HOME/.cargo}" "${RUSTUP_HOME:-$HOME/.rustup}" \
+        env -i HOME=/root LANG=C.UTF-8 PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+        PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=180 PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 
 # ---- 1. the chroot ----------------------------------------------------------
@@ -99,12 +112,14 @@ if [ ! -f "$ROOT$VENV/.cb3-deps" ] || [ "$(cat "$ROOT$VENV/.cb3-deps")" != "$TES
     log "creating the PyPy venv $VENV and installing: $TEST_DEPS"
     rm -rf "${ROOT:?}$VENV"
     in_chroot pypy3 -m venv "$VENV"
-    # --only-binary: a package without a PyPy wheel must not turn into a long
-    # source build here.
+    # --only-binary cryptography: no long source build of it here. blake3
+    # builds from source (maturin + the host's cargo, ~40 s, once per cache).
+    with_rust=(env CARGO_HOME=/opt/host-cargo RUSTUP_HOME=/opt/host-rustup
+        PATH=/opt/host-cargo/bin:/usr/local/bin:/usr/bin:/bin)
     # shellcheck disable=SC2086
-    in_chroot "$VENV/bin/python" -m pip install -q --only-binary cryptography $TEST_DEPS
+    in_chroot_with_rust "${with_rust[@]}" "$VENV/bin/python" -m pip install -q --only-binary cryptography $TEST_DEPS
     # A wheel that installs but does not load would only show up as skipped tests.
-    in_chroot "$VENV/bin/python" -c 'import pytest, hypothesis.strategies
+    in_chroot "$VENV/bin/python" -c 'import pytest, hypothesis.strategies, blake3, numpy, psutil, Crypto
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305'
     echo "$TEST_DEPS" >"$ROOT$VENV/.cb3-deps"
 fi
