@@ -16,19 +16,9 @@ from typing import Callable
 
 import cb3
 from cb3 import _cb3, selftest
+from cb3.bench import cpu_name, human_size
 
 SIZES = [64, 1024, 64 * 1024, 1024 * 1024, 16 * 1024 * 1024]
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _median_seconds(call: Callable[[], object], budget: float = 0.05, rounds: int = 5) -> float:
@@ -52,18 +42,11 @@ def _median_seconds(call: Callable[[], object], budget: float = 0.05, rounds: in
     return statistics.median(samples)
 
 
-def _human(size: int) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
-
-
 def info() -> int:
     print(f"cb3 {cb3.__version__} (rustlib {_cb3.version()})")
     print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
     print(f"HPy ABI: {cb3.HPY_ABI}")
-    print(f"SIMD: {cb3.simd_backend()} ({_cpu_name()})")
+    print(f"SIMD: {cb3.simd_backend()} ({cpu_name()})")
     print(f"known-answer tests: {selftest.run()} passed")
     key, nonce = cb3.generate_key(), cb3.generate_nonce()
     cipher = cb3.ChaCha20Blake3(key)
@@ -71,7 +54,7 @@ def info() -> int:
     for size in SIZES:
         data = os.urandom(size)
         seconds = _median_seconds(lambda: cipher.encrypt(nonce, data))
-        print(f"  {_human(size):>8}: {seconds * 1e9:12.0f} ns/call {size / seconds / 1e6:9.0f} MB/s")
+        print(f"  {human_size(size):>8}: {seconds * 1e9:12.0f} ns/call {size / seconds / 1e6:9.0f} MB/s")
     return 0
 
 

@@ -241,14 +241,14 @@ def measure(sizes: list[int], rounds: int, budget: float, only: Optional[list[st
     return [Result(name, size, statistics.median(values), values) for (name, size), values in samples.items()]
 
 
-def _human(size: int) -> str:
+def human_size(size: int) -> str:
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
     return f"{size} B"
 
 
-def _cpu() -> str:
+def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
@@ -266,13 +266,13 @@ def report(results: list[Result]) -> str:
     names = sorted(dict.fromkeys(r.case for r in results), key=lambda name: order.index(groups.get(name, "aead")))
     lines = [
         f"cb3 {cb3.__version__}, {platform.python_implementation()} {platform.python_version()}, "
-        f"HPy ABI {cb3.HPY_ABI}, SIMD {cb3.simd_backend()}, CPU {_cpu()} ({os.cpu_count()} cores)",
+        f"HPy ABI {cb3.HPY_ABI}, SIMD {cb3.simd_backend()}, CPU {cpu_name()} ({os.cpu_count()} cores)",
         "medians of interleaved rounds; ns per call and MB/s (10^6 B/s); ratio = time of the group's cb3 case "
         f"({', '.join(REFERENCE.values())}) / time of this case: above 1, cb3 is slower",
         "",
     ]
     for size in sizes:
-        lines.append(f"{_human(size)}:")
+        lines.append(f"{human_size(size)}:")
         for name in names:
             result = by_key.get((name, size))
             if result is None:
@@ -304,7 +304,7 @@ def main(argv: list[str]) -> int:
                     "python": f"{platform.python_implementation()} {platform.python_version()}",
                     "hpy_abi": cb3.HPY_ABI,
                     "simd": cb3.simd_backend(),
-                    "cpu": _cpu(),
+                    "cpu": cpu_name(),
                     "results": [
                         {
                             "case": r.case,

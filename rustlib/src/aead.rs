@@ -27,7 +27,7 @@ use chacha20::ChaCha20Legacy;
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel;
 
@@ -367,14 +367,7 @@ unsafe fn aead_ref<'a>(ptr: *const cb3_aead) -> Cb3Result<&'a cb3_aead> {
 /// On failure `*aead_out` is not written and nothing is allocated.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: *mut *mut cb3_aead) -> cb3_result {
-    ffi_boundary(|| {
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        if aead_out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        *aead_out = Box::into_raw(Box::new(cb3_aead::new(*key, 1)));
-        Ok(())
-    })
+    cb3_aead_new_with_threads(key, key_len, 1, aead_out)
 }
 
 /// Like `cb3_aead_new`, for a cipher that splits each message of at least
@@ -396,11 +389,7 @@ pub unsafe extern "C" fn cb3_aead_new_with_threads(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        if aead_out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        *aead_out = Box::into_raw(Box::new(cb3_aead::new(*key, max_threads)));
-        Ok(())
+        give(cb3_aead::new(*key, max_threads), aead_out)
     })
 }
 

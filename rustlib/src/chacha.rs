@@ -42,7 +42,7 @@ use chacha20::{hchacha, ChaChaCore, Rounds, R12, R20, R8};
 use zeroize::Zeroize;
 
 use crate::aead::{data_and_output, Source};
-use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 
 /// The ChaCha block size in bytes: positions are `64 * block + offset`.
@@ -310,8 +310,7 @@ pub unsafe extern "C" fn cb3_chacha_new(
                 return Err(cb3_result::InvalidArgument);
             }
         };
-        *chacha_out = Box::into_raw(Box::new(cb3_chacha { engine: Mutex::new(engine) }));
-        Ok(())
+        give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out)
     })
 }
 

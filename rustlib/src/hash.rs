@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use zeroize::Zeroize;
 
-use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{LazyPool, AUTO_POOL};
 
@@ -157,12 +157,8 @@ unsafe fn hasher_ref<'a>(ptr: *const cb3_blake3) -> Cb3Result<&'a cb3_blake3> {
 
 /// # Safety
 /// `out` is NULL or valid for one write.
-unsafe fn give(hasher: blake3::Hasher, max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> Cb3Result<()> {
-    if hasher_out.is_null() {
-        return Err(cb3_result::NullParameter);
-    }
-    *hasher_out = Box::into_raw(Box::new(cb3_blake3::new(hasher, max_threads)));
-    Ok(())
+unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> Cb3Result<()> {
+    give(cb3_blake3::new(hasher, max_threads), hasher_out)
 }
 
 /// A UTF-8 context string as BLAKE3's key derivation requires.
@@ -185,7 +181,7 @@ unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&
 /// `*hasher_out` is not written.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_new(max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> cb3_result {
-    ffi_boundary(|| give(blake3::Hasher::new(), max_threads, hasher_out))
+    ffi_boundary(|| give_hasher(blake3::Hasher::new(), max_threads, hasher_out))
 }
 
 /// Creates a hasher for BLAKE3's keyed mode. `key` must be
@@ -200,7 +196,7 @@ pub unsafe extern "C" fn cb3_blake3_new_keyed(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        give(blake3::Hasher::new_keyed(key), max_threads, hasher_out)
+        give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out)
     })
 }
 
@@ -218,7 +214,7 @@ pub unsafe extern "C" fn cb3_blake3_new_derive_key(
 ) -> cb3_result {
     ffi_boundary(|| {
         let context = context_str(context, context_len)?;
-        give(blake3::Hasher::new_derive_key(context), max_threads, hasher_out)
+        give_hasher(blake3::Hasher::new_derive_key(context), max_threads, hasher_out)
     })
 }
 
@@ -233,9 +229,7 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
             return Err(cb3_result::NullParameter);
         }
         let state = hasher.lock().clone();
-        let copy = cb3_blake3 { hasher: Mutex::new(state), threads: hasher.threads.share() };
-        *copy_out = Box::into_raw(Box::new(copy));
-        Ok(())
+        give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.threads.share() }, copy_out)
     })
 }
 

@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::aead::{open_combined, seal_combined};
-use crate::buffers::{fixed, store, Raw};
+use crate::buffers::{fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 
 #[derive(Zeroize, ZeroizeOnDrop)]
@@ -120,9 +120,7 @@ pub unsafe extern "C" fn cb3_stream_new(
         if message_index == u64::MAX {
             return Err(cb3_result::InvalidArgument);
         }
-        let stream = cb3_stream { secret: StreamKey { key: *key, nonce: *nonce }, index: Mutex::new(message_index) };
-        *stream_out = Box::into_raw(Box::new(stream));
-        Ok(())
+        give(cb3_stream { secret: StreamKey { key: *key, nonce: *nonce }, index: Mutex::new(message_index) }, stream_out)
     })
 }
 
