@@ -33,6 +33,15 @@ static const char *utf8_arg(HPyContext *ctx, HPy obj, const char *name, size_t *
         cb3_raisef(ctx, ctx->h_TypeError, "%s must be a str, not '%s'", name, type_name(ctx, obj));
         return NULL;
     }
+#if defined(PYPY_VERSION)
+    /* PyPy's HPyUnicode_AsUTF8AndSize raises ValueError("invalid argument")
+     * for lone surrogates; the strict encoder raises UnicodeEncodeError, as
+     * CPython's HPyUnicode_AsUTF8AndSize does. Context strings are short. */
+    HPy encoded = HPyUnicode_AsUTF8String(ctx, obj);
+    if (HPy_IsNull(encoded))
+        return NULL;
+    HPy_Close(ctx, encoded);
+#endif
     HPy_ssize_t size;
     const char *text = HPyUnicode_AsUTF8AndSize(ctx, obj, &size); /* UnicodeEncodeError for lone surrogates */
     *len = (size_t)size;
