@@ -538,6 +538,7 @@ def test_exports():
 # ---- threads ----
 
 
+@pytest.mark.threads  # deselected under HPy debug mode only (see the marker in pyproject.toml)
 def test_shared_between_threads():
     # Each update takes its own contiguous run of keystream, atomically.
     key, nonce = os.urandom(32), os.urandom(12)

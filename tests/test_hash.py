@@ -466,6 +466,7 @@ def test_multithreaded_against_blake3_py(max_threads):
 # ---- threads ----
 
 
+@pytest.mark.threads  # deselected under HPy debug mode only (see the marker in pyproject.toml)
 def test_shared_between_threads():
     # Identical pieces from several threads: any interleaving gives the same input.
     piece = os.urandom(300_000)
