@@ -414,6 +414,8 @@ done:
     return result;
 }
 
+CB3_TYPE_FIXES(Cipher, "cb3.ChaCha20Blake3", NULL)
+
 static HPyDef *Cipher_defines[] = {
     &Cipher_new,
     &Cipher_destroy,
@@ -425,7 +427,7 @@ static HPyDef *Cipher_defines[] = {
     &Cipher_decrypt_into,
     &Cipher_encrypt_in_place,
     &Cipher_decrypt_in_place,
-    NULL,
+    CB3_TYPE_FIXES_DEFS(Cipher) NULL,
 };
 
 HPyType_Spec cb3_ChaCha20Blake3_spec = {

@@ -193,6 +193,91 @@ int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uin
     cb3_require_initialized(ctx, Type##_AsStruct(ctx, self) ? (const void *)Type##_AsStruct(ctx, self)->field : NULL)
 const void *cb3_require_initialized(HPyContext *ctx, const void *inner);
 
+/* ---- PyPy: making HPy types behave like CPython's ----
+ *
+ * PyPy 7.3.19's HPy (_hpy_universal) turns an HPyType_Spec into an ordinary
+ * heap type, so its instances behave unlike CPython's in three ways:
+ *   - instances get a __dict__ (any attribute can be set), and assigning to a
+ *     read-only HPyDef_GET property aborts the whole process ("Fatal RPython
+ *     error: NotImplementedError" in W_HPyGetSetProperty.readonly_attribute);
+ *     an HPyDef_GETSET setter's -1 return is ignored, so that is no way out;
+ *   - the type can be subclassed although HPy_TPFLAGS_BASETYPE is not set;
+ *   - pickle and copy accept the objects: copyreg does not see the C struct
+ *     and pickles an empty shell, where CPython raises TypeError.
+ * CB3_TYPE_FIXES(prefix, "module.Type", property) defines methods that
+ * restore CPython's behaviour: __setattr__ and __delattr__ (AttributeError
+ * with CPython's messages; `property` names the type's read-only property,
+ * or is NULL), __init_subclass__ (a TypeError; PyPy calls it without an
+ * instance, so the message is PyPy's "descriptor '__init_subclass__' ...
+ * needs an argument", not CPython's "not an acceptable base type"),
+ * __reduce_ex__ and __reduce__ (TypeError "cannot pickle").
+ * CB3_TYPE_FIXES_DEFS(prefix) lists them in the type's defines. Both are
+ * empty on CPython, which needs none of it (CFLAGS=-DCB3_TYPE_FIXES_ON=1
+ * compiles them there too, for testing). */
+#if !defined(CB3_TYPE_FIXES_ON)
+#if defined(PYPY_VERSION)
+#define CB3_TYPE_FIXES_ON 1
+#else
+#define CB3_TYPE_FIXES_ON 0
+#endif
+#endif
+
+/* The shared bodies; each sets an exception and returns -1. */
+int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property);
+int cb3_refuse_subclass(HPyContext *ctx, const char *type_name);
+int cb3_refuse_pickle(HPyContext *ctx, const char *type_name);
+
+#if CB3_TYPE_FIXES_ON
+#define CB3_TYPE_FIXES(prefix, type_name, property)                                                          \
+    HPyDef_METH(prefix##_setattr, "__setattr__", HPyFunc_VARARGS,                                            \
+                .doc = "Implement setattr(self, name, value): refused, as on CPython.")                      \
+    static HPy prefix##_setattr_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs)               \
+    {                                                                                                        \
+        if (nargs != 2)                                                                                      \
+            cb3_raisef(ctx, ctx->h_TypeError, "expected 2 arguments, got %zu", nargs);                       \
+        else                                                                                                 \
+            cb3_refuse_setattr(ctx, self, args[0], type_name, property);                                     \
+        return HPy_NULL;                                                                                     \
+    }                                                                                                        \
+    HPyDef_METH(prefix##_delattr, "__delattr__", HPyFunc_O,                                                  \
+                .doc = "Implement delattr(self, name): refused, as on CPython.")                             \
+    static HPy prefix##_delattr_impl(HPyContext *ctx, HPy self, HPy name)                                    \
+    {                                                                                                        \
+        cb3_refuse_setattr(ctx, self, name, type_name, property);                                            \
+        return HPy_NULL;                                                                                     \
+    }                                                                                                        \
+    HPyDef_METH(prefix##_init_subclass, "__init_subclass__", HPyFunc_KEYWORDS,                               \
+                .doc = "Refuses subclasses, as on CPython.")                                                 \
+    static HPy prefix##_init_subclass_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,         \
+                                           HPy kwnames)                                                      \
+    {                                                                                                        \
+        (void)self, (void)args, (void)nargs, (void)kwnames;                                                  \
+        cb3_refuse_subclass(ctx, type_name);                                                                 \
+        return HPy_NULL;                                                                                     \
+    }                                                                                                        \
+    HPyDef_METH(prefix##_reduce_ex, "__reduce_ex__", HPyFunc_O,                                              \
+                .doc = "Refuses pickling and copying, as on CPython.")                                       \
+    static HPy prefix##_reduce_ex_impl(HPyContext *ctx, HPy self, HPy protocol)                              \
+    {                                                                                                        \
+        (void)self, (void)protocol;                                                                          \
+        cb3_refuse_pickle(ctx, type_name);                                                                   \
+        return HPy_NULL;                                                                                     \
+    }                                                                                                        \
+    HPyDef_METH(prefix##_reduce, "__reduce__", HPyFunc_NOARGS,                                               \
+                .doc = "Refuses pickling and copying, as on CPython.")                                       \
+    static HPy prefix##_reduce_impl(HPyContext *ctx, HPy self)                                               \
+    {                                                                                                        \
+        (void)self;                                                                                          \
+        cb3_refuse_pickle(ctx, type_name);                                                                   \
+        return HPy_NULL;                                                                                     \
+    }
+#define CB3_TYPE_FIXES_DEFS(prefix) \
+    &prefix##_setattr, &prefix##_delattr, &prefix##_init_subclass, &prefix##_reduce_ex, &prefix##_reduce,
+#else
+#define CB3_TYPE_FIXES(prefix, type_name, property)
+#define CB3_TYPE_FIXES_DEFS(prefix)
+#endif
+
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;
 extern HPyType_Spec cb3_blake3_spec;

@@ -1,6 +1,7 @@
 /* The one place where a cb3_result becomes a Python exception. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cb3ext.h"
 
@@ -58,6 +59,42 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
                           cb3_result_message(result));
     }
+}
+
+/* CPython 3.11's messages, for objects without a __dict__. */
+int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property)
+{
+    if (!HPyUnicode_Check(ctx, name)) {
+        PyObject *py = HPy_AsPyObject(ctx, name);
+        cb3_raisef(ctx, ctx->h_TypeError, "attribute name must be string, not '%s'",
+                   py ? Py_TYPE(py)->tp_name : "?");
+        Py_XDECREF(py);
+        return -1;
+    }
+    HPy_ssize_t size;
+    const char *text = HPyUnicode_AsUTF8AndSize(ctx, name, &size);
+    if (text == NULL)
+        return -1;
+    if (property != NULL && strcmp(property, text) == 0)
+        return cb3_raisef(ctx, ctx->h_AttributeError, "attribute '%s' of '%s' objects is not writable", text,
+                          type_name);
+    HPy type = HPy_Type(ctx, self);
+    int known = HPy_HasAttr(ctx, type, name);
+    HPy_Close(ctx, type);
+    if (known)
+        return cb3_raisef(ctx, ctx->h_AttributeError, "'%s' object attribute '%s' is read-only", type_name, text);
+    return cb3_raisef(ctx, ctx->h_AttributeError, "'%s' object has no attribute '%s'", type_name, text);
+}
+
+int cb3_refuse_subclass(HPyContext *ctx, const char *type_name)
+{
+    return cb3_raisef(ctx, ctx->h_TypeError, "type '%s' is not an acceptable base type", type_name);
+}
+
+int cb3_refuse_pickle(HPyContext *ctx, const char *type_name)
+{
+    /* What object.__reduce_ex__ (copyreg) raises on CPython. */
+    return cb3_raisef(ctx, ctx->h_TypeError, "cannot pickle '%s' object", type_name);
 }
 
 const void *cb3_require_initialized(HPyContext *ctx, const void *inner)

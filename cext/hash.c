@@ -33,6 +33,15 @@ static const char *utf8_arg(HPyContext *ctx, HPy obj, const char *name, size_t *
         cb3_raisef(ctx, ctx->h_TypeError, "%s must be a str, not '%s'", name, type_name(ctx, obj));
         return NULL;
     }
+#if defined(PYPY_VERSION)
+    /* PyPy's HPyUnicode_AsUTF8AndSize raises ValueError("invalid argument")
+     * for lone surrogates; the strict encoder raises UnicodeEncodeError, as
+     * CPython's HPyUnicode_AsUTF8AndSize does. Context strings are short. */
+    HPy encoded = HPyUnicode_AsUTF8String(ctx, obj);
+    if (HPy_IsNull(encoded))
+        return NULL;
+    HPy_Close(ctx, encoded);
+#endif
     HPy_ssize_t size;
     const char *text = HPyUnicode_AsUTF8AndSize(ctx, obj, &size); /* UnicodeEncodeError for lone surrogates */
     *len = (size_t)size;
@@ -401,9 +410,11 @@ static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
     return HPy_Dup(ctx, ctx->h_None);
 }
 
+CB3_TYPE_FIXES(Blake3, "cb3.blake3", NULL)
+
 static HPyDef *Blake3_defines[] = {
-    &Blake3_new, &Blake3_destroy, &Blake3_update,   &Blake3_update_mmap,
-    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy, &Blake3_reset, NULL,
+    &Blake3_new,    &Blake3_destroy,   &Blake3_update, &Blake3_update_mmap,
+    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy,   &Blake3_reset,       CB3_TYPE_FIXES_DEFS(Blake3) NULL,
 };
 
 HPyType_Spec cb3_blake3_spec = {

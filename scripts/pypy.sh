@@ -7,7 +7,8 @@
 #   1. Creates, or reuses, a Debian 13 (trixie) chroot made with mmdebstrap
 #      holding pypy3 (7.3.19 carries HPy 0.9.1.dev; Debian 12's PyPy has
 #      HPy 0.0.4 and cannot load HPy 0.9 binaries), pypy3-dev, pypy3-venv, gcc,
-#      libc6-dev and ca-certificates, plus a PyPy venv with the test tools.
+#      libc6-dev and ca-certificates, plus g++, b3sum and pkgconf for the
+#      tests that use them on the host too, and a PyPy venv with the test tools.
 #      It is cached outside the repo ($CB3_PYPY_CACHE, default
 #      /var/cache/cb3-pypy) and rebuilt when its marker file is missing or
 #      names another recipe.
@@ -18,11 +19,16 @@
 #      the chroot and runs `pip install .` with PyPy's own pip: a real PEP 517
 #      build against PyPy's own HPy headers (hybrid ABI). setuptools comes from
 #      PyPI; hpy does not (pyproject's implementation_name marker).
-#   4. Runs pytest on tests/ with PyPy through `unshare -m` with /proc mounted,
-#      so no mount outlives the script. The exit status is pytest's.
+#   4. Runs pytest on tests/ with PyPy through `unshare -m` with /proc, a
+#      private /dev/pts (pseudo-terminal tests), the host's Rust toolchain
+#      (tests/c/run.sh and the native-static-libs check run cargo/rustc; its
+#      debug target dir is cached in $CB3_PYPY_CACHE/cargo-target-c) and the
+#      host's cb3 tools dir (pinned cbindgen) mounted, so no mount outlives
+#      the script. The exit status is pytest's.
 #
-# Timing on the 2-core reference VM: about 75 s cold (empty cache: chroot
-# 36 s, venv 11 s, cargo 11 s, build 9 s, tests 6 s), 10-13 s warm.
+# Timing on the 2-core reference VM: about 115 s cold (empty cache: chroot
+# 21 s, venv with blake3-py built from source 55 s, build 6 s, tests 30 s),
+# about 35 s warm (tests/c/run.sh's sanitizer builds are most of the tests).
 #
 # Environment:
 #   CB3_PYPY_CACHE    cache directory (default /var/cache/cb3-pypy)
@@ -36,7 +42,9 @@ CACHE=${CB3_PYPY_CACHE:-/var/cache/cb3-pypy}
 SUITE=${CB3_PYPY_SUITE:-trixie}
 ROOT=$CACHE/chroot
 VENV=/opt/cb3-venv                     # inside the chroot
-PACKAGES=pypy3,pypy3-dev,pypy3-venv,gcc,libc6-dev,ca-certificates
+# g++, b3sum and pkgconf: what the host has for the tests that compile the C API
+# (tests/c/run.sh) and compare with b3sum, so they run here too.
+PACKAGES=pypy3,pypy3-dev,pypy3-venv,gcc,g++,libc6-dev,ca-certificates,b3sum,pkgconf
 # The test tools, the same as tests/requirements.txt (the whole suite runs on
 # PyPy) except: hpy (PyPy's own is used), mypy (static, run on CPython), and
 # two pins lowered because the PyO3-built PyPy wheels of hypothesis >= 6.156
@@ -80,6 +88,28 @@ in_chroot_with_rust() {
         sh "$ROOT" "${CARGO_HOME:-$HOME/.cargo}" "${RUSTUP_HOME:-$HOME/.rustup}" \
         env -i HOME=/root LANG=C.UTF-8 PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
         PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=180 PYTHONDONTWRITEBYTECODE=1 "$@"
+}
+
+# in_chroot_with_rust for pytest, plus a private /dev/pts (tests open
+# pseudo-terminals), the host's cb3 tools (the pinned cbindgen, if installed)
+# and a cargo target directory kept in the cache (tests/c/run.sh builds
+# rustlib in debug mode; incremental across runs).
+in_chroot_for_tests() {
+    local tools=${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}
+    [ -d "$tools" ] || { tools=$CACHE/no-tools && mkdir -p "$tools"; }
+    mkdir -p "$ROOT/opt/host-cargo" "$ROOT/opt/host-rustup" "$ROOT/opt/host-cb3-tools" "$ROOT/opt/cargo-target-c" \
+        "$CACHE/cargo-target-c"
+    # shellcheck disable=SC2016
+    unshare -m -- sh -c 'mount -t proc proc "$1/proc" && mount --bind "$2" "$1/opt/host-cargo" &&
+        mount --bind "$3" "$1/opt/host-rustup" && mount --bind "$4" "$1/opt/host-cb3-tools" &&
+        mount --bind "$5" "$1/opt/cargo-target-c" &&
+        mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$1/dev/pts" &&
+        mount --bind "$1/dev/pts/ptmx" "$1/dev/ptmx" && r=$1 && shift 5 && exec chroot "$r" "$@"' \
+        sh "$ROOT" "${CARGO_HOME:-$HOME/.cargo}" "${RUSTUP_HOME:-$HOME/.rustup}" "$tools" "$CACHE/cargo-target-c" \
+        env -i HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 \
+        PATH=/opt/host-cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        CARGO_HOME=/opt/host-cargo RUSTUP_HOME=/opt/host-rustup CB3_C_TARGET_DIR=/opt/cargo-target-c \
+        CB3_CBINDGEN=/opt/host-cb3-tools/bin/cbindgen "$@"
 }
 
 # ---- 1. the chroot ----------------------------------------------------------
@@ -164,7 +194,7 @@ status=0
 # Run from /build, not the source tree: the installed cb3 (with its binary)
 # must be the one imported, not the source directory's cb3/.
 # shellcheck disable=SC2016  # $0/$@ are the inner shell's
-in_chroot sh -c 'cd /build && exec "$0" -p no:cacheprovider --rootdir=/build/src -c /build/src/pyproject.toml "$@" /build/src/tests' \
+in_chroot_for_tests sh -c 'cd /build && exec "$0" -p no:cacheprovider --rootdir=/build/src -c /build/src/pyproject.toml "$@" /build/src/tests' \
     "$VENV/bin/pytest" "$@" || status=$?
 log "done (pytest exit status $status)"
 exit "$status"

@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
+import cb3
 from cb3.b3sum import PROGRESS_MIN_SIZE, main
 
 reference = pytest.importorskip("blake3")
 
-ROOT = Path(__file__).resolve().parent.parent
+# `python -m cb3.b3sum` in a subprocess must import the cb3 under test: the
+# source tree for an editable install, site-packages for an installed one (a
+# source tree without a built extension would shadow it).
+CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
 # Known BLAKE3 digests (the first case is the official vector for empty input).
 EMPTY = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
 HELLO = "ea8f163db38682925e4491c5e58d4bb3506ef8c14eb78a86e908c5624a67200f"
@@ -163,7 +167,7 @@ def test_python_dash_m(files):
         [sys.executable, "-m", "cb3.b3sum", "hello", "-"],
         input=b"abc",
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": CB3_PARENT},
         check=False,
     )
     assert (result.returncode, result.stderr) == (0, b"")
@@ -175,7 +179,7 @@ def test_broken_pipe_is_quiet(files):
         [sys.executable, "-m", "cb3.b3sum", "--no-names", "-l", "100000000", "hello"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": CB3_PARENT},
     )
     assert process.stdout.read(10) == reference.blake3(b"hello").hexdigest(5).encode()
     process.stdout.close()
@@ -196,7 +200,7 @@ def test_progress_bar_on_a_terminal(files):
             [sys.executable, "-m", "cb3.b3sum", "large"],
             stdout=subprocess.PIPE,
             stderr=secondary,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": CB3_PARENT},
             check=False,
         )
         os.close(secondary)
@@ -222,7 +226,7 @@ def test_progress_bar_on_a_terminal(files):
     result = subprocess.run(
         [sys.executable, "-m", "cb3.b3sum", "large"],
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": CB3_PARENT},
         check=False,
     )
     assert (result.returncode, result.stderr) == (0, b"")
@@ -240,7 +244,7 @@ def both(argv, stdin=b""):
         [sys.executable, "-m", "cb3.b3sum", *argv],
         input=stdin,
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": CB3_PARENT},
         check=False,
     )
     theirs = subprocess.run([B3SUM, *argv], input=stdin, capture_output=True, check=False)
@@ -282,7 +286,7 @@ def test_check_same_as_b3sum(files):
     ours = subprocess.run(
         [sys.executable, "-m", "cb3.b3sum", "hello", "empty", "big", "back\\slash"],
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": CB3_PARENT},
         check=True,
     ).stdout
     assert ours == theirs

@@ -10,6 +10,7 @@
 """
 
 import os
+import platform
 import random
 import struct
 import threading
@@ -537,6 +538,7 @@ def test_exports():
 # ---- threads ----
 
 
+@pytest.mark.threads  # deselected under HPy debug mode only (see the marker in pyproject.toml)
 def test_shared_between_threads():
     # Each update takes its own contiguous run of keystream, atomically.
     key, nonce = os.urandom(32), os.urandom(12)
@@ -562,6 +564,11 @@ def test_shared_between_threads():
     assert cipher.position == 32 * size
 
 
+@pytest.mark.skipif(
+    platform.python_implementation() == "PyPy",
+    reason="on PyPy cb3 keeps the GIL for bytearray buffers (cpyext has no export lock, cext/buffers.c); "
+    "GIL release on PyPy is tested with bytes (test_smoke_pypy.py, test_hash.py)",
+)
 def test_gil_released_for_large_inputs():
     # While a worker thread encrypts a large buffer in place, this thread keeps
     # running: its longest pause is far shorter than the call. Best of three.
@@ -582,14 +589,18 @@ def test_gil_released_for_large_inputs():
             worker.start()
             last = time.perf_counter()
             longest = 0.0
+            polls = 0
             while worker.is_alive():
+                polls += 1
                 now = time.perf_counter()
                 longest = max(longest, now - last)
                 last = now
             worker.join()
         finally:
             sys.setswitchinterval(old)
-        return longest, one_call
+        # polls == 0: this thread never ran while the worker was alive (a held
+        # GIL can look like that), which proves nothing.
+        return (longest if polls else float("inf")), one_call
 
     results = []
     for _ in range(3):

@@ -133,7 +133,9 @@ def test_int_array_fails():
 def test_strided_array_fails():
     unstrided = numpy.array([1, 2, 3, 4], numpy.uint8)
     strided = numpy.lib.stride_tricks.as_strided(unstrided, shape=[2], strides=[2])
-    assert bytes(strided) == bytes([1, 3])
+    # The view really is strided. numpy's tobytes, not bytes(): PyPy 7.3.19's
+    # bytes() copies a strided cpyext buffer as if it were contiguous ([1, 2]).
+    assert strided.tobytes() == bytes([1, 3])
     blake3(unstrided)
     with pytest.raises(BufferError, match="contiguous"):
         blake3(strided)
@@ -464,6 +466,7 @@ def test_multithreaded_against_blake3_py(max_threads):
 # ---- threads ----
 
 
+@pytest.mark.threads  # deselected under HPy debug mode only (see the marker in pyproject.toml)
 def test_shared_between_threads():
     # Identical pieces from several threads: any interleaving gives the same input.
     piece = os.urandom(300_000)
@@ -506,14 +509,18 @@ def test_gil_released_for_large_updates():
             worker.start()
             last = time.perf_counter()
             longest = 0.0
+            polls = 0
             while worker.is_alive():
+                polls += 1
                 now = time.perf_counter()
                 longest = max(longest, now - last)
                 last = now
             worker.join()
         finally:
             sys.setswitchinterval(old)
-        return longest, one_update
+        # polls == 0: this thread never ran while the worker was alive (a held
+        # GIL can look like that), which proves nothing.
+        return (longest if polls else float("inf")), one_update
 
     results = []
     for _ in range(3):

@@ -239,9 +239,18 @@ def test_objects_freed() -> None:
     before_objs = len(gc.get_objects())
     _run([lambda: cb3.ChaCha20Blake3(KEY).encrypt(NONCE, b"x"), lambda: cb3.Stream(KEY, NONCE).encrypt(b"y")], 20_000)
     gc.collect()
-    before = _rss()
-    _run([lambda: cb3.ChaCha20Blake3(KEY).encrypt(NONCE, b"x"), lambda: cb3.Stream(KEY, NONCE).encrypt(b"y")], 100_000)
-    gc.collect()
+    # PyPy's GC heap and JIT keep growing for a while after the warm-up, then
+    # level off (measured: +2.6 MB, then +0.1 MB, then 0 per 100,000 rounds);
+    # a leak grows by the same amount every round. So PyPy gets a few rounds
+    # to show one that stays flat; CPython gets exactly one.
+    growth = []
+    for _ in range(4 if platform.python_implementation() == "PyPy" else 1):
+        before = _rss()
+        _run([lambda: cb3.ChaCha20Blake3(KEY).encrypt(NONCE, b"x"), lambda: cb3.Stream(KEY, NONCE).encrypt(b"y")], 100_000)
+        gc.collect()
+        growth.append(_rss() - before)
+        if growth[-1] < 1024 * 1024:
+            break
     assert len(gc.get_objects()) - before_objs < 100
     # 50,000 leaked Rust boxes of >= 32 bytes would be well over 1.5 MB.
-    assert _rss() - before < 1024 * 1024
+    assert min(growth) < 1024 * 1024, growth

@@ -3,6 +3,7 @@ overlapping calls, never by timing), and the bytearray export lock."""
 
 from __future__ import annotations
 
+import platform
 import sys
 import threading
 import time
@@ -16,6 +17,13 @@ from helpers import seeded
 
 # Every test here runs cb3 from several threads (see the "threads" marker).
 pytestmark = pytest.mark.threads
+
+# PyPy's cpyext has no buffer export lock: a bytearray can be resized (and its
+# storage freed) while a buffer of it is held. cb3 therefore keeps the GIL for
+# the whole call whenever it borrows such a buffer on PyPy (cext/buffers.c,
+# CB3_VIEWS_PINNED), and the tests below check that instead.
+PYPY = platform.python_implementation() == "PyPy"
+BORROWS_BYTEARRAY = {"encrypt_into", "encrypt_in_place"}  # _calls() methods writing a bytearray
 
 KEY = bytes(range(90, 122))
 NONCE = bytes(range(30, 54))
@@ -175,6 +183,11 @@ def _calls(touched: int, aad_size: int = 0) -> dict[str, Callable[[], Any]]:
 @pytest.mark.parametrize("method", ["encrypt", "decrypt", "decrypt-bad-tag", "encrypt_into", "encrypt_in_place", "stream.encrypt"])
 def test_gil_released_for_64_kib(method: str) -> None:
     call = _calls(64 * 1024)[method]
+    if PYPY and method in BORROWS_BYTEARRAY:
+        # Held on PyPy (see PYPY above): the calls never overlap.
+        for _ in range(3):
+            assert _overlap_round(call, calls=200) == 0
+        return
     assert _overlaps_within(call, calls=200)
 
 
@@ -208,6 +221,8 @@ def test_gil_held_below_threshold_with_aad() -> None:
 # ---- buffer export lock --------------------------------------------------------
 
 
+@pytest.mark.skipif(PYPY, reason="PyPy's bytearray has no buffer export lock: it can be resized while a memoryview "
+                    "of it exists (cb3 keeps the GIL for such buffers instead, cext/buffers.c)")
 def test_exported_bytearray_cannot_be_resized() -> None:
     data = bytearray(100)
     view = memoryview(data)
@@ -264,7 +279,9 @@ def test_resize_during_released_gil_encrypt_raises_buffer_error() -> None:
                 refused += 1
     worker.join()
     assert not errors
-    assert refused > 0
+    # On PyPy cb3 holds the GIL during the call, so resizes happen only
+    # between calls and none is refused (see PYPY above).
+    assert refused == 0 if PYPY else refused > 0
     assert bytes(data) == original
     assert len(outputs) == 25
     for out in outputs:
@@ -303,5 +320,5 @@ def test_resize_during_encrypt_in_place_raises_buffer_error() -> None:
             except BufferError:
                 refused += 1
     worker.join()
-    assert refused > 0
+    assert refused == 0 if PYPY else refused > 0  # PyPy: see the test above
     assert len(buf) == size and len(tags) == 20
