@@ -178,7 +178,7 @@ pub fn seal(
     }
     let keys = MessageKeys::derive(key, nonce);
     let threads = parallel::threads_for(max_threads, out.len());
-    parallel::install(threads, || {
+    parallel::install(threads, |threads| {
         xor_into(&keys, source, out, threads)?;
         let mut mac = keys.mac(aad);
         mac_update(&mut mac, out, threads);
@@ -215,7 +215,7 @@ pub fn open(
     }
     let keys = MessageKeys::derive(key, nonce);
     let threads = parallel::threads_for(max_threads, out.len());
-    parallel::install(threads, || {
+    parallel::install(threads, |threads| {
         let mut mac = keys.mac(aad);
         match source {
             Source::InPlace => mac_update(&mut mac, out, threads),
