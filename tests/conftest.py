@@ -43,8 +43,10 @@ def cipher(key: bytes) -> cb3.ChaCha20Blake3:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Prints how many cases the table-driven tests tried (helpers.CASE_COUNTS)."""
+    """Prints how many cases the table-driven tests tried and what the
+    measuring tests measured (helpers.CASE_COUNTS, helpers.MEASUREMENTS)."""
     helpers = sys.modules.get("helpers")  # only if a test module imported it
-    counts = getattr(helpers, "CASE_COUNTS", {})
-    for label, count in sorted(counts.items()):
+    for label, count in sorted(getattr(helpers, "CASE_COUNTS", {}).items()):
         terminalreporter.write_line(f"{label}: {count} cases tried")
+    for label, value in sorted(getattr(helpers, "MEASUREMENTS", {}).items()):
+        terminalreporter.write_line(f"{label}: {value}")
