@@ -89,7 +89,27 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     }
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(py, &out->view, flags) < 0) {
-        PyErr_Clear();
+        /* An exporter that refuses every request (a released memoryview, a
+         * closed mmap) is not a layout problem: keep its own exception type
+         * and message, and say which argument it was. */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (PyObject_GetBuffer(py, &out->view, PyBUF_FULL_RO) < 0) {
+            PyErr_Clear();
+            PyErr_NormalizeException(&type, &value, &traceback);
+            if (type != NULL && value != NULL)
+                PyErr_Format(type, "%s cannot be used as a buffer: %S", name, value);
+            else
+                cb3_raisef(ctx, ctx->h_BufferError, "%s cannot be used as a buffer", name);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+            goto done;
+        }
+        PyBuffer_Release(&out->view);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
         if (writable && PyObject_GetBuffer(py, &out->view, PyBUF_SIMPLE) == 0) {
             PyBuffer_Release(&out->view);
             cb3_raisef(ctx, ctx->h_TypeError, "%s must be a writable buffer, not read-only '%s'", name,

@@ -3,8 +3,10 @@
 #   1. rustlib: cargo test, and the header drift check (pinned cbindgen)
 #   2. CPython 3.11, cpython ABI: pip install . into a fresh venv, pytest, mypy --strict
 #   3. CPython 3.11, hybrid ABI under HPy's debug mode (handle leaks, use after close)
-#   4. PyPy 3.11 (scripts/pypy.sh), when present
-# Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1 to skip step 4)
+#   4. bounded fuzzing (scripts/fuzz.sh; DURATION seconds per target, default 20)
+#   5. ASan + UBSan and valgrind runs (scripts/sanitize.sh)
+#   6. PyPy 3.11 (scripts/pypy.sh), when present
+# Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1 to skip step 6)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -74,6 +76,12 @@ CB3_HPY_ABI=hybrid "$WORK/venv-debug/bin/pip" install --quiet --no-build-isolati
 # Multi-threaded tests are deselected here only: HPy 0.9's debug context
 # aborts when a thread reenters after releasing the GIL (pyproject.toml).
 HPY=debug "$WORK/venv-debug/bin/pytest" tests -q -p no:cacheprovider -m "not slow and not threads"
+
+step "fuzzing: atheris + cargo-fuzz, ${DURATION:-20} s per target (scripts/fuzz.sh)"
+CB3_PYTHON="$WORK/venv/bin/python" CB3_FUZZ_DIR="$WORK/fuzz" CB3_TOOLS_DIR="$TOOLS" bash scripts/fuzz.sh
+
+step "sanitizers: ASan + UBSan, valgrind memcheck (scripts/sanitize.sh)"
+CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" PYTHON="$PYTHON" bash scripts/sanitize.sh
 
 if [[ -x scripts/pypy.sh && -z "${CB3_SKIP_PYPY:-}" ]]; then
     step "PyPy 3.11"

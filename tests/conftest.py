@@ -7,6 +7,9 @@ directly.
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -37,3 +40,13 @@ def nonce() -> bytes:
 @pytest.fixture
 def cipher(key: bytes) -> cb3.ChaCha20Blake3:
     return cb3.ChaCha20Blake3(key)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Prints how many cases the table-driven tests tried and what the
+    measuring tests measured (helpers.CASE_COUNTS, helpers.MEASUREMENTS)."""
+    helpers = sys.modules.get("helpers")  # only if a test module imported it
+    for label, count in sorted(getattr(helpers, "CASE_COUNTS", {}).items()):
+        terminalreporter.write_line(f"{label}: {count} cases tried")
+    for label, value in sorted(getattr(helpers, "MEASUREMENTS", {}).items()):
+        terminalreporter.write_line(f"{label}: {value}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import collections
 import mmap
 import random
 from typing import Any, Callable
@@ -12,6 +13,12 @@ import numpy as np
 KEY_SIZE = 32
 NONCE_SIZE = 24
 TAG_SIZE = 32
+
+#: Cases tried by table-driven tests (test_bad_inputs.py), by label; conftest's
+#: pytest_terminal_summary prints them at the end of the run.
+CASE_COUNTS: collections.Counter[str] = collections.Counter()
+#: Figures measured by tests (test_leaks.py), printed the same way.
+MEASUREMENTS: dict[str, str] = {}
 
 
 def seeded(seed: int) -> random.Random:

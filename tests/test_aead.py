@@ -990,3 +990,17 @@ def test_cipher_usable_after_errors(cipher: cb3.ChaCha20Blake3) -> None:
     with pytest.raises(TypeError):
         cipher.encrypt(NONCE, "str")
     assert cipher.encrypt(NONCE, PT, AAD) == reference.encrypt(KEY, NONCE, PT, AAD)
+
+
+def test_unusable_exporter_error_names_the_argument(cipher: cb3.ChaCha20Blake3) -> None:
+    """A released memoryview or a closed mmap refuses to export anything:
+    its own ValueError, naming the argument (not a misleading 'must be a
+    C-contiguous buffer')."""
+    released = memoryview(bytes(NONCE))
+    released.release()
+    with pytest.raises(ValueError, match="^nonce cannot be used as a buffer: operation forbidden on released"):
+        cipher.encrypt(released, PT)
+    closed = mmap.mmap(-1, len(PT) + 32)
+    closed.close()
+    with pytest.raises(ValueError, match="^buf cannot be used as a buffer: mmap closed"):
+        cipher.encrypt_into(NONCE, PT, AAD, closed)

@@ -12,8 +12,10 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import psutil
+import pytest
 
 import cb3
+from helpers import MEASUREMENTS, seeded
 
 KEY = bytes(range(60, 92))
 NONCE = bytes(range(10, 34))
@@ -254,3 +256,84 @@ def test_objects_freed() -> None:
     assert len(gc.get_objects()) - before_objs < 100
     # 50,000 leaked Rust boxes of >= 32 bytes would be well over 1.5 MB.
     assert min(growth) < 1024 * 1024, growth
+
+
+def _random_size_operations(seed: int) -> list[Callable[[], Any]]:
+    """Calls on messages of random sizes (0 B to 70 KB, both sides of the
+    512-byte and 2048-byte cut-offs): every method, successes, failing
+    decrypts, argument errors, Streams; in a shuffled order."""
+    rng = seeded(seed)
+    c = cb3.ChaCha20Blake3(KEY)
+    sizes = [rng.choice([0, 1, 31, 32, 33, 64, 100, 255, 511, 512, 513, 1000, 2047, 2048, 4096]) for _ in range(40)]
+    sizes += [rng.randrange(0, 70_000) for _ in range(4)]
+    ops: list[Callable[[], Any]] = []
+
+    def expect(exc: type[BaseException], fn: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except exc:
+                return
+            raise AssertionError("no exception")  # pragma: no cover
+
+        return run
+
+    for size in sizes:
+        pt = rng.randbytes(size)
+        aad = rng.randbytes(rng.choice([0, 5, 40]))
+        nonce = rng.randbytes(24)
+        sealed = c.encrypt(nonce, pt, aad)
+        ct, tag = sealed[:-32], sealed[-32:]
+        forged = sealed[:-1] + bytes([sealed[-1] ^ 0x40])
+        out = bytearray(size + 32)
+        plain = bytearray(size)
+        buf = bytearray(pt)
+
+        def in_place(buf: bytearray = buf, nonce: bytes = nonce, aad: bytes = aad) -> None:
+            t = c.encrypt_in_place(nonce, buf, aad)
+            c.decrypt_in_place(nonce, buf, t, aad)
+
+        def stream(pt: bytes = pt, aad: bytes = aad, nonce: bytes = nonce, forged: bytes = forged) -> None:
+            s = cb3.Stream(KEY, nonce)
+            m = s.encrypt(pt, aad)
+            r = cb3.Stream(KEY, nonce)
+            try:
+                r.decrypt(forged, aad)
+            except cb3.DecryptionError:
+                pass
+            r.decrypt(m, aad)
+
+        ops += [
+            lambda pt=pt, aad=aad, nonce=nonce: c.encrypt(nonce, pt, aad),
+            lambda s=sealed, aad=aad, nonce=nonce: c.decrypt(nonce, s, aad),
+            expect(cb3.DecryptionError, lambda f=forged, aad=aad, nonce=nonce: c.decrypt(nonce, f, aad)),
+            expect(cb3.DecryptionError, lambda f=forged, aad=aad, nonce=nonce, o=plain: c.decrypt_into(nonce, f, aad, o)),
+            lambda pt=pt, aad=aad, nonce=nonce: c.encrypt_detached(nonce, pt, aad),
+            lambda ct=ct, tag=tag, aad=aad, nonce=nonce: c.decrypt_detached(nonce, ct, tag, aad),
+            lambda pt=pt, aad=aad, nonce=nonce, o=out: c.encrypt_into(nonce, pt, aad, o),
+            lambda s=sealed, aad=aad, nonce=nonce, o=plain: c.decrypt_into(nonce, s, aad, o),
+            in_place,
+            stream,
+            expect(ValueError, lambda pt=pt: c.encrypt(NONCE[:-1], pt)),
+            expect(ValueError, lambda s=sealed, o=out: c.decrypt_into(NONCE, s, None, o)),
+            expect(TypeError, lambda pt=pt: c.encrypt(NONCE, pt, associated_date=AAD)),
+            expect(TypeError, lambda: c.encrypt(NONCE, "text")),
+            expect(BufferError, lambda o=out: c.encrypt_into(NONCE, b"", None, memoryview(o)[::2])),
+        ]
+    rng.shuffle(ops)
+    return ops
+
+
+@pytest.mark.slow
+def test_rss_stable_over_1m_random_size_calls() -> None:
+    """1,000,000 mixed calls (random sizes, failing decrypts, exceptions):
+    RSS grows by less than 1 MiB. The figure is printed at the end of the run."""
+    ops = _random_size_operations(2024)
+    _run(ops, 100_000)  # warm-up: allocator pools, caches, freelists
+    gc.collect()
+    before = _rss()
+    _run(ops, 1_000_000)
+    gc.collect()
+    growth = _rss() - before
+    MEASUREMENTS["leak check: RSS growth over 1,000,000 mixed calls"] = f"{growth} bytes (bound 1 MiB)"
+    assert growth < 1024 * 1024, f"RSS grew by {growth} bytes"

@@ -322,3 +322,38 @@ def test_resize_during_encrypt_in_place_raises_buffer_error() -> None:
     worker.join()
     assert refused == 0 if PYPY else refused > 0  # PyPy: see the test above
     assert len(buf) == size and len(tags) == 20
+
+
+def test_shared_max_threads_cipher_from_four_threads() -> None:
+    """Four Python threads share one max_threads=2 cipher (one rayon pool)
+    on messages of 1 MiB and more: the same bytes as the one-thread path,
+    and forged messages still fail."""
+    single = cb3.ChaCha20Blake3(KEY)
+    multi = cb3.ChaCha20Blake3(KEY, max_threads=2)
+    messages = [seeded(700 + i).randbytes((1 << 20) + 4099 * i) for i in range(4)]
+    expected = [single.encrypt(NONCE, m, b"hdr") for m in messages]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def worker(t: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(6):
+                k = (t + i) % 4
+                sealed = multi.encrypt(NONCE, messages[k], b"hdr")
+                assert sealed == expected[k]
+                assert multi.decrypt(NONCE, sealed, b"hdr") == messages[k]
+                forged = bytearray(sealed)
+                forged[len(forged) // 2] ^= 4
+                with pytest.raises(cb3.DecryptionError):
+                    multi.decrypt(NONCE, forged, b"hdr")
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+    assert not errors, errors[0]

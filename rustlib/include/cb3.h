@@ -536,13 +536,15 @@ enum cb3_result cb3_aead_decrypt_in_place(const struct cb3_aead *aead,
                                           size_t aad_len);
 
 /**
- * Runs `iterations` calls of the crate operation `mode` on a
- * `message_len`-byte message (no associated data) and stores the elapsed
- * wall time in nanoseconds in `*elapsed_ns_out`. Allocates its buffers
- * before timing. `elapsed_ns_out` must not be NULL; `iterations` must be
- * at least 1 (`CB3_RESULT_INVALID_ARGUMENT`).
+ * Runs `iterations` calls of the crate operation `mode` (a
+ * `cb3_bench_mode` value) on a `message_len`-byte message (no associated
+ * data) and stores the elapsed wall time in nanoseconds in
+ * `*elapsed_ns_out`. Allocates its buffers before timing.
+ * `elapsed_ns_out` must not be NULL. `CB3_RESULT_INVALID_ARGUMENT` if
+ * `mode` is not a `cb3_bench_mode`, `message_len` is above 2^30 (1 GiB)
+ * or `iterations` is 0.
  */
-enum cb3_result cb3_bench_reference(enum cb3_bench_mode mode,
+enum cb3_result cb3_bench_reference(unsigned int mode,
                                     size_t message_len,
                                     uint64_t iterations,
                                     uint64_t *elapsed_ns_out);

@@ -2,6 +2,7 @@
 //! can report cb3 / raw-Rust ratios measured in the same process, interleaved
 //! with the Python-level measurements.
 
+use std::ffi::c_uint;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -24,14 +25,30 @@ pub enum cb3_bench_mode {
     Decrypt = 2,
 }
 
-/// Runs `iterations` calls of the crate operation `mode` on a
-/// `message_len`-byte message (no associated data) and stores the elapsed
-/// wall time in nanoseconds in `*elapsed_ns_out`. Allocates its buffers
-/// before timing. `elapsed_ns_out` must not be NULL; `iterations` must be
-/// at least 1 (`CB3_RESULT_INVALID_ARGUMENT`).
+impl cb3_bench_mode {
+    /// The mode with this numeric value. C may pass any integer where an
+    /// enum is expected, and a Rust enum holding an undeclared value is
+    /// undefined behaviour, so the mode arrives as an integer.
+    fn from_code(code: c_uint) -> Option<Self> {
+        [Self::Encrypt, Self::EncryptInPlace, Self::Decrypt].into_iter().find(|mode| *mode as c_uint == code)
+    }
+}
+
+/// The longest message `cb3_bench_reference` times (1 GiB): its buffers are
+/// allocated with Rust's infallible allocator, which aborts the process
+/// when an allocation fails.
+const MAX_MESSAGE_LEN: usize = 1 << 30;
+
+/// Runs `iterations` calls of the crate operation `mode` (a
+/// `cb3_bench_mode` value) on a `message_len`-byte message (no associated
+/// data) and stores the elapsed wall time in nanoseconds in
+/// `*elapsed_ns_out`. Allocates its buffers before timing.
+/// `elapsed_ns_out` must not be NULL. `CB3_RESULT_INVALID_ARGUMENT` if
+/// `mode` is not a `cb3_bench_mode`, `message_len` is above 2^30 (1 GiB)
+/// or `iterations` is 0.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_bench_reference(
-    mode: cb3_bench_mode,
+    mode: c_uint,
     message_len: usize,
     iterations: u64,
     elapsed_ns_out: *mut u64,
@@ -40,7 +57,8 @@ pub unsafe extern "C" fn cb3_bench_reference(
         if elapsed_ns_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        if iterations == 0 {
+        let mode = cb3_bench_mode::from_code(mode).ok_or(cb3_result::InvalidArgument)?;
+        if iterations == 0 || message_len > MAX_MESSAGE_LEN {
             return Err(cb3_result::InvalidArgument);
         }
         let cipher = ChaCha20Blake3::new([0x42; 32]);
@@ -63,4 +81,23 @@ pub unsafe extern "C" fn cb3_bench_reference(
         store(elapsed_ns_out, start.elapsed().as_nanos() as u64);
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_arguments_are_refused_not_fatal() {
+        let mut elapsed = 7u64;
+        for (mode, len, iterations) in
+            [(3, 64, 1), (c_uint::MAX, 64, 1), (0, MAX_MESSAGE_LEN + 1, 1), (0, usize::MAX, 1), (0, 64, 0)]
+        {
+            let result = unsafe { cb3_bench_reference(mode, len, iterations, &mut elapsed) };
+            assert_eq!(result, cb3_result::InvalidArgument, "{mode} {len} {iterations}");
+            assert_eq!(elapsed, 7);
+        }
+        let result = unsafe { cb3_bench_reference(cb3_bench_mode::Decrypt as c_uint, 100, 2, &mut elapsed) };
+        assert_eq!(result, cb3_result::Ok);
+    }
 }

@@ -1,0 +1,73 @@
+//! Key material held by cb3 objects is wiped when they are freed: the
+//! memory of a `cb3_aead` (its key) and of a `cb3_stream` (its `StreamKey`:
+//! key and nonce) holds no trace of the secret once the object is dropped.
+//!
+//! `cb3_aead_free` is `drop(Box::from_raw(p))`, that is drop_in_place and
+//! then dealloc; these tests run the two steps apart so that the memory can
+//! be read in between, while it is still allocated.
+
+use std::alloc::{dealloc, Layout};
+use std::mem::size_of;
+
+use cb3::aead::{cb3_aead, cb3_aead_encrypt, cb3_aead_new, cb3_aead_new_with_threads};
+use cb3::errors::cb3_result;
+use cb3::stream::{cb3_stream, cb3_stream_encrypt, cb3_stream_new};
+
+/// A secret no other code would produce.
+fn secret(n: usize, tag: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(29) ^ tag).collect()
+}
+
+unsafe fn contains<T>(ptr: *const T, needle: &[u8]) -> bool {
+    let bytes = std::slice::from_raw_parts(ptr as *const u8, size_of::<T>());
+    bytes.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Drops the object in place, reports whether `needle` survived in its
+/// memory, then frees the memory (as the matching *_free does).
+unsafe fn survives_drop<T>(ptr: *mut T, needle: &[u8]) -> bool {
+    std::ptr::drop_in_place(ptr);
+    let found = contains(ptr, needle);
+    dealloc(ptr as *mut u8, Layout::new::<T>());
+    found
+}
+
+#[test]
+fn aead_key_is_wiped_when_freed() {
+    for threads in [None, Some(2)] {
+        let key = secret(32, 0xA7);
+        let mut aead: *mut cb3_aead = std::ptr::null_mut();
+        let r = unsafe {
+            match threads {
+                None => cb3_aead_new(key.as_ptr(), 32, &mut aead),
+                Some(n) => cb3_aead_new_with_threads(key.as_ptr(), 32, n, &mut aead),
+            }
+        };
+        assert_eq!(r, cb3_result::Ok);
+        // Use it, so that nothing is wiped only because it was never touched.
+        let mut out = [0u8; 40];
+        let r = unsafe { cb3_aead_encrypt(aead, [1u8; 24].as_ptr(), 24, b"12345678".as_ptr(), 8, std::ptr::null(), 0, out.as_mut_ptr(), 40, std::ptr::null_mut()) };
+        assert_eq!(r, cb3_result::Ok);
+        assert!(unsafe { contains(aead, &key) }, "the test must see the key while the cipher lives");
+        assert!(!unsafe { survives_drop(aead, &key) }, "key left in a freed cb3_aead");
+    }
+}
+
+#[test]
+fn stream_key_and_nonce_are_wiped_when_freed() {
+    let key = secret(32, 0x5C);
+    let nonce = secret(24, 0x3E);
+    let mut stream: *mut cb3_stream = std::ptr::null_mut();
+    assert_eq!(unsafe { cb3_stream_new(key.as_ptr(), 32, nonce.as_ptr(), 24, 7, &mut stream) }, cb3_result::Ok);
+    let mut out = [0u8; 40];
+    let r = unsafe { cb3_stream_encrypt(stream, b"12345678".as_ptr(), 8, std::ptr::null(), 0, out.as_mut_ptr(), 40, std::ptr::null_mut()) };
+    assert_eq!(r, cb3_result::Ok);
+    assert!(unsafe { contains(stream, &key) && contains(stream, &nonce) });
+    let nonce_prefix = &nonce[..16]; // the part of the nonce no message index changes
+    unsafe {
+        std::ptr::drop_in_place(stream);
+        assert!(!contains(stream, &key), "key left in a freed cb3_stream");
+        assert!(!contains(stream, nonce_prefix), "nonce left in a freed cb3_stream");
+        dealloc(stream as *mut u8, Layout::new::<cb3_stream>());
+    }
+}

@@ -1,0 +1,194 @@
+"""Key material: never in a repr, str, exception or pickle, and gone from
+the process's memory once the cipher or Stream that held it is freed
+(docs/security-testing.md, "Security and testing")."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import pickle
+import sys
+from typing import Any, Callable
+
+import pytest
+
+import cb3
+
+NONCE = bytes(range(40, 64))
+
+
+def fresh_key() -> bytearray:
+    """32 random bytes read straight into a bytearray: no other copy of them
+    exists in this process (no bytes object, no buffered reader)."""
+    key = bytearray(32)
+    with open("/dev/urandom", "rb", buffering=0) as f:
+        assert f.readinto(key) == 32
+    return key
+
+
+def objects(key: bytes | bytearray) -> list[Any]:
+    return [cb3.ChaCha20Blake3(key), cb3.ChaCha20Blake3(key, max_threads=2), cb3.Stream(key, NONCE)]
+
+
+def test_not_picklable_with_any_protocol_or_copyable() -> None:
+    key = bytes(fresh_key())
+    for obj in objects(key):
+        name = type(obj).__name__
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            with pytest.raises(TypeError, match=f"cannot pickle '.*{name}' object"):
+                pickle.dumps(obj, protocol=protocol)
+            with pytest.raises(TypeError):
+                obj.__reduce_ex__(protocol)
+        for clone in (copy.copy, copy.deepcopy):
+            with pytest.raises(TypeError):
+                clone(obj)
+
+
+def _exposures(key: bytes) -> list[bytes | str]:
+    return [key, key.hex(), key.hex().upper(), repr(key)[2:-1], key[:8], key[-8:]]
+
+
+def _text_of(obj: Any) -> list[str]:
+    return [repr(obj), str(obj), format(obj, ""), repr(dir(obj))]
+
+
+def test_repr_str_dir_referents_do_not_expose_the_key() -> None:
+    key = bytes(fresh_key())
+    for obj in objects(key):
+        for text in _text_of(obj):
+            for exposure in _exposures(key):
+                if isinstance(exposure, str):
+                    assert exposure not in text
+        assert not hasattr(obj, "__dict__") or not obj.__dict__
+        for referent in gc.get_referents(obj):
+            if isinstance(referent, (bytes, bytearray)):
+                assert key[:8] not in referent
+
+
+def test_exceptions_never_carry_the_key() -> None:
+    key = bytes(fresh_key())
+    cipher = cb3.ChaCha20Blake3(key)
+    stream = cb3.Stream(key, NONCE)
+    sealed = cipher.encrypt(NONCE, b"secret message", b"aad")
+    calls: list[Callable[[], Any]] = [
+        lambda: cb3.ChaCha20Blake3(key[:31]),
+        lambda: cb3.ChaCha20Blake3(key + b"\0"),
+        lambda: cb3.ChaCha20Blake3(key.hex()),
+        lambda: cb3.ChaCha20Blake3(key, max_threads=0),
+        lambda: cb3.Stream(key, key),
+        lambda: cb3.Stream(key[:16], NONCE),
+        lambda: cipher.encrypt(key, b"x"),  # the key as a nonce
+        lambda: cipher.decrypt(NONCE, sealed, b"other"),
+        lambda: cipher.decrypt_detached(NONCE, sealed[:-32], key[:31]),
+        lambda: cipher.decrypt_into(NONCE, sealed, b"aad", bytearray(3)),
+        lambda: stream.decrypt(sealed, b"other"),
+        lambda: cipher.encrypt(NONCE, b"x", key=key),
+    ]
+    for call in calls:
+        with pytest.raises(Exception) as info:
+            call()
+        error = info.value
+        texts = [str(error), repr(error), repr(error.args), repr(vars(error))]
+        for text in texts:
+            for exposure in _exposures(key):
+                if isinstance(exposure, str):
+                    assert exposure not in text, (type(error).__name__, text)
+        for arg in error.args:
+            if isinstance(arg, (bytes, bytearray)):
+                assert key[:8] not in arg
+
+
+# ---- nothing left in memory -------------------------------------------------
+
+_SCAN_BUFFER = bytearray(16 << 20)
+
+
+def copies_in_memory(key: bytearray) -> int:
+    """How many times the 32 bytes of `key` appear in this process's writable
+    memory (heap, stacks, anonymous mappings). The needle is never in memory
+    in one piece: its halves are searched for and joined."""
+    head, tail = bytes(key[:16]), bytes(key[16:])
+    view = memoryview(_SCAN_BUFFER)
+    found = 0
+    with open("/proc/self/maps") as f:
+        maps = f.read().splitlines()
+    with open("/proc/self/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            fields = line.split()
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if not fields[1].startswith("rw") or hi - lo > 1 << 30:  # ASan's shadow, huge reservations
+                continue
+            pos = lo
+            while pos < hi:
+                n = min(hi - pos, len(_SCAN_BUFFER))
+                try:
+                    mem.seek(pos)
+                    got = mem.readinto(view[:n]) or 0
+                except OSError:
+                    break
+                # A copy straddling two reads is counted by the overlap below.
+                i = _SCAN_BUFFER.find(head, 0, got)
+                while i != -1:
+                    if i + 32 <= got and _SCAN_BUFFER[i + 16 : i + 32] == tail:
+                        found += 1
+                    i = _SCAN_BUFFER.find(head, i + 1, got)
+                pos += max(n - 31, 1) if n == len(_SCAN_BUFFER) else n
+    return found
+
+
+def _scan_possible() -> bool:
+    try:
+        with open("/proc/self/mem", "rb", buffering=0):
+            return sys.platform.startswith("linux")
+    except OSError:
+        return False
+
+
+USES: dict[str, Callable[[bytearray], Any]] = {
+    "cipher-small-messages": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [0, 10, 100, 511]),
+    "cipher-large-messages": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [512, 5000, 100_000]),
+    "cipher-max_threads-2": lambda k: _use_cipher(cb3.ChaCha20Blake3(k, max_threads=2), [2 << 20, 64]),
+    "stream": lambda k: _use_stream(cb3.Stream(k, NONCE)),
+}
+
+
+def _use_cipher(cipher: cb3.ChaCha20Blake3, sizes: list[int]) -> cb3.ChaCha20Blake3:
+    for size in sizes:
+        data = bytes(size)
+        sealed = cipher.encrypt(NONCE, data, b"aad")
+        assert cipher.decrypt(NONCE, sealed, b"aad") == data
+        with pytest.raises(cb3.DecryptionError):
+            cipher.decrypt(NONCE, sealed, b"wrong")
+        buf = bytearray(data)
+        tag = cipher.encrypt_in_place(NONCE, buf, None)
+        cipher.decrypt_in_place(NONCE, buf, tag, None)
+    return cipher
+
+
+def _use_stream(stream: cb3.Stream) -> cb3.Stream:
+    receiver = cb3.Stream(bytes(32), NONCE)
+    for size in (0, 100, 5000):
+        message = stream.encrypt(bytes(size))
+        with pytest.raises(cb3.DecryptionError):
+            receiver.decrypt(message)
+    return stream
+
+
+@pytest.mark.skipif(not _scan_possible(), reason="needs Linux /proc/self/mem")
+@pytest.mark.parametrize("use", sorted(USES))
+def test_no_copy_of_the_key_survives_the_object(use: str) -> None:
+    """The caller's key is wiped by the caller (a bytearray); the object's
+    copy must be the only one while it lives, and none may remain after it
+    is freed: not in the object (Rust zeroizes it), nor in any dead stack
+    frame or heap block of a call (cb3 wipes every hasher keyed with it)."""
+    key = fresh_key()
+    obj = USES[use](key)
+    scratch = bytearray(key)  # the test's own copy, to search for
+    key[:] = bytes(32)  # the caller wipes its copy
+    alive = copies_in_memory(scratch) - 1  # minus `scratch`
+    assert alive >= 1, "the scanner must see the object's copy"
+    del obj
+    gc.collect()
+    after = copies_in_memory(scratch) - 1
+    scratch[:] = bytes(32)
+    assert after == 0, f"{after} copies of the key remain in memory after the {use} was freed"
