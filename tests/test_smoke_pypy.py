@@ -260,7 +260,7 @@ def test_concurrent_resize_is_memory_safe():
     # Before that fix this crashed PyPy (use after free) or lost the output.
     import subprocess
 
-    result = subprocess.run([sys.executable, "-c", RESIZE_RACE], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-P", "-c", RESIZE_RACE], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, (result.returncode, result.stdout, result.stderr[-2000:])
     assert "survived" in result.stdout
 
