@@ -46,7 +46,7 @@ mkdir -p "$WORK/logs" "$WORK/artifacts"
 step() { printf '\n--> %s\n' "$*"; }
 
 step "tools: atheris (fuzz/requirements.txt), cargo-fuzz $CARGO_FUZZ_VERSION"
-"$PY" -c 'import cb3' || { echo "$PY cannot import cb3: run scripts/test.sh first or set CB3_PYTHON" >&2; exit 1; }
+"$PY" -P -c 'import cb3' || { echo "$PY cannot import cb3: run scripts/test.sh first or set CB3_PYTHON" >&2; exit 1; }
 "$PY" -m pip install --quiet --disable-pip-version-check -r fuzz/requirements.txt
 if [[ "$("$TOOLS/bin/cargo-fuzz" --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]]; then
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --root "$TOOLS"

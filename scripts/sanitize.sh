@@ -114,7 +114,7 @@ fi
 
 if wants valgrind; then
     command -v valgrind >/dev/null || { step "installing valgrind"; apt_install valgrind; }
-    "$PY" -c 'import cb3' || { echo "$PY cannot import cb3: run scripts/test.sh first or set CB3_PYTHON" >&2; exit 1; }
+    "$PY" -P -c 'import cb3' || { echo "$PY cannot import cb3: run scripts/test.sh first or set CB3_PYTHON" >&2; exit 1; }
     step "valgrind memcheck: vectors, Stream, bad-input matrix (PYTHONMALLOC=malloc)"
     LOG="$WORK/valgrind.log"
     status=0
