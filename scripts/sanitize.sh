@@ -96,8 +96,9 @@ CFG
     [[ $loaded == "$SO" ]] || { echo "the tests would import $loaded, not $SO" >&2; exit 1; }
     LOG="$WORK/asan-pytest.log"
     status=0
+    # PYCRYPTODOME_DISABLE_DEEPBIND: pycryptodome dlopens its C parts with
+    # RTLD_DEEPBIND, which the ASan runtime refuses (it aborts the process).
     (cd "$WORK" && LD_PRELOAD="$LIBASAN" PYTHONMALLOC=malloc \
-        `# pycryptodome dlopens its C parts with RTLD_DEEPBIND, which ASan refuses (abort)` \
         PYCRYPTODOME_DISABLE_DEEPBIND=1 \
         ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0" \
         UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1" \
