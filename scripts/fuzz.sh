@@ -31,7 +31,7 @@ TOOLS="${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}"
 PY="${CB3_PYTHON:-$ROOT/.test/venv/bin/python}"
 CARGO_FUZZ_VERSION=0.13.2
 TARGET_DIR="${CB3_FUZZ_TARGET_DIR:-$TOOLS/fuzz-target}"
-PY_TARGETS=(decrypt decrypt_into decrypt_detached decrypt_in_place stream_decrypt)
+PY_TARGETS=(decrypt decrypt_into decrypt_detached decrypt_in_place stream_decrypt blake3 chacha20)
 RUST_TARGETS=(aead_contract stream_contract differential misc)
 if [[ -n "${CB3_FUZZ_TARGETS:-}" ]]; then
     read -r -a wanted <<<"$CB3_FUZZ_TARGETS"

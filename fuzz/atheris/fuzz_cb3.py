@@ -1,4 +1,6 @@
-"""atheris harnesses for cb3's decrypting calls (scripts/fuzz.sh runs them).
+"""atheris harnesses for cb3's decrypting calls, and differential harnesses
+for cb3.blake3 (against blake3-py) and cb3.chacha20 (against pycryptodome)
+(scripts/fuzz.sh runs them all).
 
     python fuzz/atheris/fuzz_cb3.py TARGET [libFuzzer options] [corpus dirs]
     python fuzz/atheris/fuzz_cb3.py --list
@@ -441,6 +443,95 @@ def target_stream_decrypt(fdp: atheris.FuzzedDataProvider) -> None:
     )
 
 
+# ---- BLAKE3 and raw ChaCha: differential against independent libraries ----
+
+
+_CASES = iter(range(1 << 62))
+
+
+def _case_rng(fdp: atheris.FuzzedDataProvider) -> tuple[Any, str]:
+    """A PRNG for one differential case: seeded by the fuzzer's input and the
+    execution number (coverage barely grows inputs here, so the input alone
+    would repeat); the seed is in every failure message, to replay it."""
+    import random
+
+    seed = f"{fdp.ConsumeBytes(16).hex()}:{next(_CASES)}"
+    return random.Random(seed), seed
+
+
+def _outcome(run: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", run()
+    except (ValueError, TypeError, OverflowError) as error:
+        return "error", type(error)
+
+
+@atheris.instrument_func
+def target_blake3(fdp: atheris.FuzzedDataProvider) -> None:
+    """cb3.blake3 against blake3-py: the three modes, extended output at any
+    seek, split updates, 1 / 2 / AUTO threads, bad key lengths. Same bytes,
+    or the same exception type. The parameters come from a PRNG seeded by
+    the fuzzer's input, so every execution is a different random case even
+    where coverage gives the fuzzer nothing to grow."""
+    import blake3 as blake3_py
+
+    rng, seed = _case_rng(fdp)
+    mode = rng.randrange(3)
+    kwargs: dict[str, Any] = {}
+    if mode == 1:
+        kwargs["key"] = rng.randbytes(rng.choice([32, 32, 32, 31, 33, 0]))
+    elif mode == 2:
+        kwargs["derive_key_context"] = "".join(chr(rng.randrange(32, 0x2FFF)) for _ in range(rng.randrange(40)))
+    data = rng.randbytes(rng.choice([0, 1, 63, 64, 65, 1023, 1024, 1025, rng.randrange(6000)]))
+    split = rng.randrange(len(data) + 1)
+    length = rng.choice([0, 1, 32, 64, 65, rng.randrange(300)])
+    seek = rng.choice([0, 1, 63, 64, rng.randrange(1 << 40)])
+    threads = rng.choice([1, 2, -1])
+
+    def run(module: Any) -> bytes:
+        hasher = module.blake3(data[:split], max_threads=threads, **kwargs)
+        hasher.update(data[split:])
+        copy = hasher.copy()
+        assert copy.digest(length, seek=seek) == hasher.digest(length, seek=seek)
+        return bytes(hasher.digest(length, seek=seek))
+
+    expected, actual = _outcome(lambda: run(blake3_py)), _outcome(lambda: run(cb3))
+    if expected != actual:
+        raise AssertionError(f"seed {seed}: blake3 differs from blake3-py: {actual!r} != {expected!r}")
+    tally(expected[0])
+
+
+@atheris.instrument_func
+def target_chacha20(fdp: atheris.FuzzedDataProvider) -> None:
+    """cb3.chacha20.ChaCha20 against pycryptodome's ChaCha20 / XChaCha20 for
+    8-, 12- and 24-byte nonces, any seek, split updates, in place (random
+    cases seeded by the fuzzer's input, as for blake3)."""
+    from Crypto.Cipher import ChaCha20 as Reference
+
+    from cb3.chacha20 import ChaCha20
+
+    rng, seed = _case_rng(fdp)
+    key, nonce = rng.randbytes(32), rng.randbytes(rng.choice([8, 12, 24]))
+    data = rng.randbytes(rng.choice([0, 1, 63, 64, 65, 255, 256, 257, rng.randrange(5000)]))
+    split = rng.randrange(len(data) + 1)
+    position = rng.choice([0, 1, 63, 64, rng.randrange(1 << 20)])
+    reference_cipher = Reference.new(key=key, nonce=nonce)
+    reference_cipher.seek(position)
+    expected = reference_cipher.encrypt(data)
+    ours = ChaCha20(key, nonce)
+    ours.seek(position)
+    actual = ours.update(data[:split]) + ours.update(data[split:])
+    if actual != expected or ours.position != position + len(data):
+        raise AssertionError(f"seed {seed}: ChaCha20 differs from pycryptodome")
+    buf = bytearray(data)
+    again = ChaCha20(key, nonce)
+    again.seek(position)
+    again.xor_in_place(buf)
+    if buf != expected:
+        raise AssertionError(f"seed {seed}: ChaCha20.xor_in_place differs from update")
+    tally("ok")
+
+
 #: Every harness, by name. A new API is one more entry.
 TARGETS: dict[str, Callable[[atheris.FuzzedDataProvider], None]] = {
     "decrypt": target_decrypt,
@@ -448,6 +539,8 @@ TARGETS: dict[str, Callable[[atheris.FuzzedDataProvider], None]] = {
     "decrypt_detached": target_decrypt_detached,
     "decrypt_in_place": target_decrypt_in_place,
     "stream_decrypt": target_stream_decrypt,
+    "blake3": target_blake3,
+    "chacha20": target_chacha20,
 }
 
 
