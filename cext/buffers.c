@@ -62,15 +62,41 @@ static const char *type_name(PyObject *obj)
     return Py_TYPE(obj)->tp_name;
 }
 
+static int is_exact_bytes(HPyContext *ctx, HPy obj)
+{
+    HPy type = HPy_Type(ctx, obj);
+    int exact = HPy_Is(ctx, type, ctx->h_BytesType);
+    HPy_Close(ctx, type);
+    return exact;
+}
+
 int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
 {
     out->ptr = NULL;
     out->len = 0;
     out->has_view = 0;
     out->pinned = 1;
+    out->copy = HPy_NULL;
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
-    if (CB3_BYTES_VIA_HPY && !writable && HPyBytes_Check(ctx, obj)) {
+#if defined(PYPY_VERSION)
+    /* A bytes subclass on PyPy: both HPyBytes_GET_SIZE and cpyext's buffer
+     * export answer with len(), which the subclass may override, so they
+     * could describe more bytes than exist. bytes(obj) gives its real
+     * content; read that copy instead. */
+    if (!writable && HPyBytes_Check(ctx, obj) && !is_exact_bytes(ctx, obj)) {
+        out->copy = HPy_Bytes(ctx, obj);
+        if (HPy_IsNull(out->copy))
+            return -1;
+        out->ptr = (const uint8_t *)HPyBytes_AS_STRING(ctx, out->copy);
+        out->len = (size_t)HPyBytes_GET_SIZE(ctx, out->copy);
+        return 0;
+    }
+#endif
+    /* Exactly bytes, not a subclass: PyPy's HPyBytes_GET_SIZE answers with
+     * len(), which a subclass can override (a 23-byte object claiming 32
+     * would be read past its end); subclasses take the buffer protocol. */
+    if (CB3_BYTES_VIA_HPY && !writable && HPyBytes_Check(ctx, obj) && is_exact_bytes(ctx, obj)) {
         out->ptr = (const uint8_t *)HPyBytes_AS_STRING(ctx, obj);
         out->len = (size_t)HPyBytes_GET_SIZE(ctx, obj);
         return 0;
@@ -139,7 +165,10 @@ done:
 
 void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
 {
-    (void)ctx;
+    if (!HPy_IsNull(buf->copy)) {
+        HPy_Close(ctx, buf->copy);
+        buf->copy = HPy_NULL;
+    }
     if (buf->has_view) {
         PyBuffer_Release(&buf->view);
         buf->has_view = 0;
@@ -217,6 +246,7 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
         buf->len = 0;
         buf->has_view = 0;
         buf->pinned = 1;
+        buf->copy = HPy_NULL;
     } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
         return NULL;
     }

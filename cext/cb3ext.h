@@ -68,6 +68,7 @@ typedef struct {
     int has_view;   /* 1 if `view` must be released */
     int pinned;     /* 1 if the memory stays put while the GIL is released (see buffers.c) */
     Py_buffer view;
+    HPy copy;       /* an exact-bytes copy this buffer owns (PyPy, bytes subclasses), or HPy_NULL */
 } cb3_buffer;
 
 /* Borrows the bytes of `obj` (bytes, bytearray, memoryview, mmap, array('B'),

@@ -996,11 +996,15 @@ def test_unusable_exporter_error_names_the_argument(cipher: cb3.ChaCha20Blake3) 
     """A released memoryview or a closed mmap refuses to export anything:
     its own ValueError, naming the argument (not a misleading 'must be a
     C-contiguous buffer')."""
-    released = memoryview(bytes(NONCE))
-    released.release()
-    with pytest.raises(ValueError, match="^nonce cannot be used as a buffer: operation forbidden on released"):
-        cipher.encrypt(released, PT)
+    if platform.python_implementation() != "PyPy":
+        # PyPy 7.3.19 segfaults when a released memoryview is passed to an
+        # HPy hybrid-ABI function (before cb3's code can look at it): a PyPy
+        # bug, listed in docs/pypy.md.
+        released = memoryview(bytes(NONCE))
+        released.release()
+        with pytest.raises(ValueError, match="^nonce cannot be used as a buffer: operation forbidden on released"):
+            cipher.encrypt(released, PT)
     closed = mmap.mmap(-1, len(PT) + 32)
     closed.close()
-    with pytest.raises(ValueError, match="^buf cannot be used as a buffer: mmap closed"):
+    with pytest.raises(ValueError, match="^buf cannot be used as a buffer: m?map closed"):
         cipher.encrypt_into(NONCE, PT, AAD, closed)

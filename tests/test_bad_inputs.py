@@ -598,9 +598,15 @@ def bad_layouts(name: str) -> list[Bad]:
         ("items-memoryview-cast-bool", lambda v: memoryview(bytearray(32)).cast("?"), BufferError, items),
         ("items-memoryview-2d-I", lambda v: memoryview(bytearray(32)).cast("I", shape=[2, 4]), BufferError, items),
         ("items-ctypes-int-array", lambda v: (ctypes.c_int * 8)(), BufferError, items),
-        ("unusable-released-memoryview", lambda v: released_view(32), ValueError, unusable + "operation forbidden"),
-        ("unusable-closed-mmap", lambda v: closed_mmap(32), ValueError, unusable + "mmap closed"),
-    ]
+        # PyPy's message: "map closed or invalid".
+        ("unusable-closed-mmap", lambda v: closed_mmap(32), ValueError, unusable + "m?map closed"),
+    ] + (
+        # PyPy 7.3.19 segfaults converting a released memoryview for an HPy
+        # call, before cb3 runs (docs/pypy.md): CPython only.
+        [("unusable-released-memoryview", lambda v: released_view(32), ValueError, unusable + "operation forbidden")]
+        if platform.python_implementation() != "PyPy"
+        else []
+    )
 
 
 def fixed_lengths(p: Param) -> list[Bad]:
@@ -765,7 +771,8 @@ def structure_cases(api: Api) -> list[Case]:
                 args, kwargs = split(api, v.args)
                 return getattr(cls, method), [make(), *args], kwargs
 
-            case(f"wrong-self-{label}", unbound, rf"descriptor '{method}' for '.*' objects doesn't apply")
+            case(f"wrong-self-{label}", unbound,
+                 rf"descriptor '{method}' (for '.*' objects doesn't apply|requires a '.*' object but received)")
     return cases
 
 

@@ -325,6 +325,10 @@ def _random_size_operations(seed: int) -> list[Callable[[], Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    platform.python_implementation() == "PyPy",
+    reason="PyPy's GC heap keeps growing for a while (see test_objects_freed); the 1 MiB bound is CPython's",
+)
 def test_rss_stable_over_1m_random_size_calls() -> None:
     """1,000,000 mixed calls (random sizes, failing decrypts, exceptions):
     RSS grows by less than 1 MiB. The figure is printed at the end of the run."""

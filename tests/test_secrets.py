@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
+import platform
 import sys
 from typing import Any, Callable
 
@@ -175,6 +176,11 @@ def _use_stream(stream: cb3.Stream) -> cb3.Stream:
 
 
 @pytest.mark.skipif(not _scan_possible(), reason="needs Linux /proc/self/mem")
+@pytest.mark.skipif(
+    platform.python_implementation() == "PyPy",
+    reason="PyPy's moving GC keeps copies of the caller's key bytes (nursery, cpyext mirrors) that are not cb3's "
+    "to wipe; the scan checks cb3's own memory on CPython and rustlib/tests/zeroize.rs checks it in Rust",
+)
 @pytest.mark.parametrize("use", sorted(USES))
 def test_no_copy_of_the_key_survives_the_object(use: str) -> None:
     """The caller's key is wiped by the caller (a bytearray); the object's
