@@ -24,7 +24,7 @@ inputs (and outputs) of 2048 bytes or more.
 
 import sys
 
-from ._cb3 import BLAKE3_PARALLEL_MIN, blake3, derive_key, hash, keyed_hash, version
+from ._cb3 import AUTO, BLAKE3_PARALLEL_MIN, blake3, derive_key, hash, keyed_hash, version
 
 __all__ = ["blake3", "hash", "keyed_hash", "derive_key", "BLAKE3_PARALLEL_MIN"]
 
@@ -38,7 +38,7 @@ blake3.block_size = 64
 blake3.key_size = 32
 #: ``max_threads`` value letting the implementation pick the number of
 #: threads (currently one per logical core).
-blake3.AUTO = -1
+blake3.AUTO = AUTO
 
 # blake3-py users write `from blake3 import blake3` or `import blake3` and
 # then `blake3.blake3(...)`. Both spellings port by changing the import:

@@ -5,8 +5,6 @@
 #include "cb3ext.h"
 
 #define DEFAULT_LENGTH 32
-/* blake3-py's AUTO value for max_threads. */
-#define AUTO_THREADS (-1)
 
 typedef struct {
     cb3_blake3 *hasher; /* owned; locks internally, so shared freely between threads */
@@ -97,7 +95,7 @@ static int threads_arg(HPyContext *ctx, HPy obj, size_t *out)
         HPyErr_Clear(ctx);
         return cb3_raisef(ctx, ctx->h_OverflowError, "max_threads is too large for a 64-bit int");
     }
-    if (value == AUTO_THREADS) {
+    if (value == CB3_AUTO) {
         *out = CB3_BLAKE3_AUTO;
         return 0;
     }

@@ -6,6 +6,9 @@ import array
 import collections
 import mmap
 import random
+import sys
+import threading
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -107,3 +110,41 @@ def as_bytes(obj: Any) -> bytes:
     if isinstance(obj, mmap.mmap):
         return obj[:]
     return memoryview(obj).tobytes()
+
+
+def assert_gil_released(call: Callable[[], object], what: str, attempts: int = 3) -> None:
+    """Fails unless this thread keeps running while `call` runs in another:
+    the longest pause it sees must be far shorter than one call (it would
+    not be if the GIL were held). Best of `attempts`, for loaded machines."""
+
+    def attempt() -> tuple[float, float]:
+        start = time.perf_counter()
+        call()
+        one_call = time.perf_counter() - start
+        worker = threading.Thread(target=call)
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-3)
+        try:
+            worker.start()
+            last = time.perf_counter()
+            longest = 0.0
+            polls = 0
+            while worker.is_alive():
+                polls += 1
+                now = time.perf_counter()
+                longest = max(longest, now - last)
+                last = now
+            worker.join()
+        finally:
+            sys.setswitchinterval(old)
+        # polls == 0: this thread never ran while the worker was alive (a held
+        # GIL can look like that), which proves nothing.
+        return (longest if polls else float("inf")), one_call
+
+    results = []
+    for _ in range(attempts):
+        longest, one_call = attempt()
+        results.append((longest, one_call))
+        if longest < one_call / 2:
+            return
+    raise AssertionError(f"the GIL seems held during {what}: (longest pause, one call) = {results}")

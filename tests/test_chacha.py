@@ -19,6 +19,7 @@ import numpy
 import pytest
 
 import cb3
+from helpers import assert_gil_released
 from cb3.chacha20 import ChaCha20, KeystreamExhaustedError, hchacha20
 
 cryptography_ciphers = pytest.importorskip("cryptography.hazmat.primitives.ciphers")
@@ -571,41 +572,7 @@ def test_shared_between_threads():
 )
 def test_gil_released_for_large_inputs():
     # While a worker thread encrypts a large buffer in place, this thread keeps
-    # running: its longest pause is far shorter than the call. Best of three.
-    import sys
-    import time
-
+    # running: its longest pause is far shorter than the call.
     buf = bytearray(128 * 1024 * 1024)
     cipher = ChaCha20(bytes(32), bytes(8))
-
-    def attempt():
-        start = time.perf_counter()
-        cipher.xor_in_place(buf)
-        one_call = time.perf_counter() - start
-        worker = threading.Thread(target=cipher.xor_in_place, args=(buf,))
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e-3)
-        try:
-            worker.start()
-            last = time.perf_counter()
-            longest = 0.0
-            polls = 0
-            while worker.is_alive():
-                polls += 1
-                now = time.perf_counter()
-                longest = max(longest, now - last)
-                last = now
-            worker.join()
-        finally:
-            sys.setswitchinterval(old)
-        # polls == 0: this thread never ran while the worker was alive (a held
-        # GIL can look like that), which proves nothing.
-        return (longest if polls else float("inf")), one_call
-
-    results = []
-    for _ in range(3):
-        longest, one_call = attempt()
-        results.append((longest, one_call))
-        if longest < one_call / 2:
-            return
-    pytest.fail(f"the GIL seems held during xor_in_place(): (longest pause, one call) = {results}")
+    assert_gil_released(lambda: cipher.xor_in_place(buf), "xor_in_place()")

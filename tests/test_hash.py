@@ -24,6 +24,7 @@ import numpy
 import pytest
 
 import cb3
+from helpers import assert_gil_released
 from cb3 import blake3
 
 reference = pytest.importorskip("blake3")
@@ -492,43 +493,9 @@ def test_shared_between_threads():
 
 def test_gil_released_for_large_updates():
     # While a worker thread hashes a large input, this thread keeps running:
-    # the longest pause it sees is far shorter than the update (which it
-    # would not be if the GIL were held). Best of three, for loaded machines.
-    import time
-
+    # the longest pause it sees is far shorter than the update.
     data = bytes(256 * 1024 * 1024)
-
-    def attempt():
-        start = time.perf_counter()
-        blake3().update(data)
-        one_update = time.perf_counter() - start
-        worker = threading.Thread(target=lambda: blake3().update(data))
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e-3)
-        try:
-            worker.start()
-            last = time.perf_counter()
-            longest = 0.0
-            polls = 0
-            while worker.is_alive():
-                polls += 1
-                now = time.perf_counter()
-                longest = max(longest, now - last)
-                last = now
-            worker.join()
-        finally:
-            sys.setswitchinterval(old)
-        # polls == 0: this thread never ran while the worker was alive (a held
-        # GIL can look like that), which proves nothing.
-        return (longest if polls else float("inf")), one_update
-
-    results = []
-    for _ in range(3):
-        longest, one_update = attempt()
-        results.append((longest, one_update))
-        if longest < one_update / 2:
-            return
-    pytest.fail(f"the GIL seems held during update(): (longest pause, one update) = {results}")
+    assert_gil_released(lambda: blake3().update(data), "update()")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
