@@ -62,6 +62,7 @@ static const char *type_name(PyObject *obj)
     return Py_TYPE(obj)->tp_name;
 }
 
+#if defined(PYPY_VERSION)
 static int is_exact_bytes(HPyContext *ctx, HPy obj)
 {
     HPy type = HPy_Type(ctx, obj);
@@ -69,6 +70,7 @@ static int is_exact_bytes(HPyContext *ctx, HPy obj)
     HPy_Close(ctx, type);
     return exact;
 }
+#endif
 
 int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
 {
@@ -93,10 +95,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         return 0;
     }
 #endif
-    /* Exactly bytes, not a subclass: PyPy's HPyBytes_GET_SIZE answers with
-     * len(), which a subclass can override (a 23-byte object claiming 32
-     * would be read past its end); subclasses take the buffer protocol. */
-    if (CB3_BYTES_VIA_HPY && !writable && HPyBytes_Check(ctx, obj) && is_exact_bytes(ctx, obj)) {
+    if (CB3_BYTES_VIA_HPY && !writable && HPyBytes_Check(ctx, obj)) {
         out->ptr = (const uint8_t *)HPyBytes_AS_STRING(ctx, obj);
         out->len = (size_t)HPyBytes_GET_SIZE(ctx, obj);
         return 0;
