@@ -3,44 +3,21 @@ implementation (reference.py: PyPI blake3 + pyca/cryptography)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import cb3
 import reference
+from cb3 import selftest
 from helpers import seeded, sentinel_buf
 
-# The three upstream vectors (chacha20-blake3 tests/mod.rs; notes section 8).
-VECTORS = [
-    pytest.param(
-        "0000000000000000000000000000000000000000000000000000000000000000",
-        "000000000000000000000000000000000000000000000000",
-        "",
-        "",
-        "",
-        "4fbdd67d41f66924b4304f0fc1eaa87a8e90fc7c5304fe3078f0a1b6e6142c33",
-        id="zero-empty",
-    ),
-    pytest.param(
-        "0100000000000000000000000000000000000000000000000000000000000010",
-        "100000000000000000000000000000000000000000000001",
-        b"ChaCha20".hex(),
-        b"BLAKE3".hex(),
-        "48fecfaf8d9553bf",
-        "e7121700da72362e77e09080ddd55101aaca18cdcf259953923150cb89e1fef2",
-        id="ascii",
-    ),
-    pytest.param(
-        "3eb02a239a2a66de159b9bb5486ccc10a6f63ddf5862ef076650513372353622",
-        "768e9bda14afb5686cc34de26210f9ff6fa1dfadc64ee3f0",
-        "b8f60975cd7057a003ac84df00d514624fe40cb7855c50dd6594f59b3a2580e5",
-        "c8d69ca92da6c5fd22f1805179fcd36cb7a9d45848fa346ba7118c2f34d23a48",
-        "444d593bb2dea9ecde9cd3839d166141de70481340ce30739b3f0f28b059d632",
-        "32324ace49e8a19729ac5110a093fba10acaeed93099dea1a9c20463a278c3a7",
-        id="random-32",
-    ),
-]
+# The three upstream vectors (chacha20-blake3 tests/mod.rs; notes section 8),
+# from their one copy in the package (cb3/selftest.py, run by `python -m cb3`).
+VECTORS = [pytest.param(v, id=name) for v, name in zip(selftest.VECTORS, ("zero-empty", "ascii", "random-32"))]
 
 # Every length where a backend or chunking decision could change: ChaCha
 # blocks (64) and SIMD widths (128..1024), BLAKE3 chunks (1024) and 16-chunk
@@ -54,11 +31,9 @@ LENGTHS = sorted(
 AAD_LENGTHS = [0, 1, 7, 63, 64, 65, 1023, 1024, 1025, 2047, 2048, 4097]
 
 
-@pytest.mark.parametrize("key_hex, nonce_hex, pt_hex, aad_hex, ct_hex, tag_hex", VECTORS)
-def test_upstream_vector_cb3(key_hex: str, nonce_hex: str, pt_hex: str, aad_hex: str, ct_hex: str, tag_hex: str) -> None:
-    key, nonce = bytes.fromhex(key_hex), bytes.fromhex(nonce_hex)
-    pt, aad = bytes.fromhex(pt_hex), bytes.fromhex(aad_hex)
-    ct, tag = bytes.fromhex(ct_hex), bytes.fromhex(tag_hex)
+@pytest.mark.parametrize("vector", VECTORS)
+def test_upstream_vector_cb3(vector: selftest.Vector) -> None:
+    key, nonce, pt, aad, ct, tag = vector
     c = cb3.ChaCha20Blake3(key)
     assert c.encrypt(nonce, pt, aad) == ct + tag
     assert c.encrypt_detached(nonce, pt, aad) == (ct, tag)
@@ -79,17 +54,24 @@ def test_upstream_vector_cb3(key_hex: str, nonce_hex: str, pt_hex: str, aad_hex:
             c.decrypt(nonce, ct + tag)
 
 
-@pytest.mark.parametrize("key_hex, nonce_hex, pt_hex, aad_hex, ct_hex, tag_hex", VECTORS)
-def test_upstream_vector_reference(
-    key_hex: str, nonce_hex: str, pt_hex: str, aad_hex: str, ct_hex: str, tag_hex: str
-) -> None:
-    key, nonce = bytes.fromhex(key_hex), bytes.fromhex(nonce_hex)
-    pt, aad = bytes.fromhex(pt_hex), bytes.fromhex(aad_hex)
-    ct, tag = bytes.fromhex(ct_hex), bytes.fromhex(tag_hex)
+@pytest.mark.parametrize("vector", VECTORS)
+def test_upstream_vector_reference(vector: selftest.Vector) -> None:
+    key, nonce, pt, aad, ct, tag = vector
     assert reference.encrypt_detached(key, nonce, pt, aad) == (ct, tag)
     assert reference.decrypt(key, nonce, ct + tag, aad) == pt
     with pytest.raises(reference.ReferenceDecryptionError):
         reference.decrypt(key, nonce, ct + bytes([tag[0] ^ 1]) + tag[1:], aad)
+
+
+def test_rust_and_c_copies_are_the_same_vectors() -> None:
+    # The Rust and C test programs cannot import cb3/selftest.py: their own
+    # copies must say the same, ciphertext || tag as one hex string.
+    root = Path(__file__).resolve().parent.parent
+    for path in (root / "rustlib" / "tests" / "abi.rs", root / "tests" / "c" / "test_aead.c"):
+        text = re.sub(r'"\n\s*"', "", path.read_text(encoding="utf-8"))  # joins C's split literals
+        for v in selftest.VECTORS:
+            for field in (v.key, v.nonce, v.plaintext, v.associated_data, v.ciphertext + v.tag):
+                assert f'"{field.hex()}"' in text, (path.name, field.hex())
 
 
 def test_reference_stream_nonce_schedule() -> None:
