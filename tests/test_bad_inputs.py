@@ -43,6 +43,7 @@ import mmap
 import platform
 import re
 import tempfile
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
@@ -52,6 +53,7 @@ import pytest
 import cb3
 import cb3._cb3
 import cb3.capi
+from cb3.chacha20 import ChaCha20, KeystreamExhaustedError, hchacha20
 from helpers import CASE_COUNTS, sentinel
 
 KEY = bytes(range(1, 33))
@@ -84,10 +86,12 @@ def flip(data: bytes, pos: int) -> bytes:
 @dataclass(frozen=True)
 class Param:
     """One parameter of an API. kind is one of:
-    fixed  a read buffer of exactly `size` bytes (key, nonce, tag)
+    fixed  a read buffer of exactly `size` bytes (key, nonce, tag), or of one
+           of `sizes` (then `size_text` is the message's "must be ..." part)
     data   a read buffer of any length
     aad    a read buffer of any length that may be None or absent
     out    a writable buffer of exactly Valid.out_size bytes
+    outmin a writable buffer of at least Valid.out_size bytes
     inout  a writable buffer of any length (in place)
     int    an integer; `bad` lists its bad values
     """
@@ -102,6 +106,8 @@ class Param:
     # the call would have to read it (a lying exporter is the caller's bug).
     huge: tuple[Expected, str] | None = None
     bad: tuple[tuple[str, Any, type[BaseException], str], ...] = ()
+    sizes: tuple[int, ...] = ()
+    size_text: str = ""
 
 
 @dataclass
@@ -165,6 +171,49 @@ MESSAGE_INDEX_P = Param(
         (f"value-{value}", value, ValueError, r"^message_index must be in range\(0, 2\*\*64 - 1\)$")
         for value in (-1, 2**64 - 1, 2**64, 2**100, -(2**70))
     ),
+)
+
+
+def int_errors(name: str, values: dict[str, tuple[int, ...]]) -> tuple[tuple[str, Any, type[BaseException], str], ...]:
+    """cb3.chacha20's integers: TypeError "NAME must be an int, not 'T'" for
+    every non-int; ValueError with the given message regex for each value."""
+    types = tuple(
+        (label, value, TypeError, rf"^{name} must be an int, not '{type(value).__name__}'$") for label, value in _INT_TYPES
+    )
+    return types + tuple(
+        (f"value-{value}", value, ValueError, message) for message, bad in values.items() for value in bad
+    )
+
+
+_NONCE12 = bytes(range(12))
+COUNTER_P = Param(
+    "counter", "int", required=False, keyword_only=True,
+    bad=int_errors("counter", {
+        r"^counter must not be negative$": (-1, -(2**70)),
+        r"^counter must be less than 2\*\*32 with a 12- or 24-byte nonce, got 4294967296$": (2**32,),
+        r"^counter must be less than 2\*\*64$": (2**64, 2**100),
+    }),
+)
+ROUNDS_P = Param(
+    "rounds", "int", required=False, keyword_only=True,
+    bad=int_errors("rounds", {
+        **{rf"^rounds must be 20, 12 or 8, got {n}$": (n,) for n in (0, 7, 10, 16, 21)},
+        r"^rounds must not be negative$": (-1,),
+        r"^rounds must be less than 2\*\*64$": (2**64,),
+    }),
+)
+POSITION_P = Param(
+    "position", "int",
+    bad=int_errors("position", {
+        r"^position must not be negative$": (-1, -(2**70)),
+        r"^position must be at most the end of the keystream \(2\*\*38 bytes with a 12- or 24-byte nonce\)$": (
+            2**38 + 1, 2**64, 2**100),
+    }),
+)
+CHACHA_NONCE_TEXT = r"must be 8 bytes \(original ChaCha\), 12 bytes \(RFC 8439\) or 24 bytes \(XChaCha\)"
+CHACHA_NONCE_P = Param(
+    "nonce", "fixed", 12, sizes=(8, 12, 24), size_text=CHACHA_NONCE_TEXT,
+    huge=(ValueError, rf"^nonce {CHACHA_NONCE_TEXT}, got {HUGE}$"),
 )
 
 
@@ -319,6 +368,29 @@ def _no_args(name: str, fn: Callable[..., Any]) -> Api:
     return Api(name, lambda: Valid(fn, {}))
 
 
+def _chacha_method(method: str, args: Callable[[], dict[str, Any]], out_size: int = 0) -> Callable[[], Valid]:
+    def make() -> Valid:
+        cipher = ChaCha20(KEY, _NONCE12)
+        return Valid(getattr(cipher, method), args(), out_size, state=lambda: cipher.position)
+
+    return make
+
+
+def _keystream_end(method: str) -> Extra:
+    def apply(v: Valid) -> None:
+        cipher = ChaCha20(KEY, _NONCE12, counter=2**32 - 1)
+        cipher.seek(2**38 - 1)  # one byte left
+        v.fn = getattr(cipher, method)
+        v.state = lambda: cipher.position
+
+    return ("keystream-exhausted", apply, KeystreamExhaustedError, r"^.*nothing was processed")
+
+
+def _overlap(v: Valid) -> None:
+    shared = bytearray(sentinel(len(PT) + 1))
+    v.args["data"], v.args["out"] = memoryview(shared)[: len(PT)], memoryview(shared)[1:]
+
+
 _SEALED = sealed()
 _CT, _TAG = _SEALED[:-32], _SEALED[-32:]
 
@@ -433,6 +505,41 @@ APIS: list[Api] = [
             _exhausted("decrypt"),
         ),
         method_of=(cb3.Stream, "decrypt"),
+    ),
+    Api(
+        "ChaCha20",
+        lambda: Valid(ChaCha20, {"key": KEY, "nonce": _NONCE12}),
+        (KEY_P, CHACHA_NONCE_P, COUNTER_P, ROUNDS_P),
+    ),
+    Api(
+        "ChaCha20.update",
+        _chacha_method("update", lambda: {"data": PT}),
+        (DATA_ALLOC,),
+        extra=(_keystream_end("update"),),
+        method_of=(ChaCha20, "update"),
+    ),
+    Api(
+        "ChaCha20.update_into",
+        _chacha_method("update_into", lambda: {"data": PT, "out": bytearray(sentinel(len(PT)))}, out_size=len(PT)),
+        (Param("data", "data"), Param("out", "outmin")),
+        extra=(
+            _keystream_end("update_into"),
+            ("out-overlaps-data", _overlap, ValueError, r"overlap"),
+        ),
+        method_of=(ChaCha20, "update_into"),
+    ),
+    Api(
+        "ChaCha20.xor_in_place",
+        _chacha_method("xor_in_place", lambda: {"buf": bytearray(PT)}),
+        (BUF_INOUT,),
+        extra=(_keystream_end("xor_in_place"),),
+        method_of=(ChaCha20, "xor_in_place"),
+    ),
+    Api("ChaCha20.seek", _chacha_method("seek", lambda: {"position": 64}), (POSITION_P,), method_of=(ChaCha20, "seek")),
+    Api(
+        "hchacha20",
+        lambda: Valid(hchacha20, {"key": KEY, "nonce": NONCE[:16]}),
+        (KEY_P, Param("nonce", "fixed", 16, huge=(ValueError, rf"^nonce must be 16 bytes, got {HUGE}$"))),
     ),
     Api(
         "_cb3.bench_reference",
@@ -611,12 +718,13 @@ def bad_layouts(name: str) -> list[Bad]:
 
 def fixed_lengths(p: Param) -> list[Bad]:
     n = p.size
+    sizes = p.sizes or (n,)
 
     def wrong(got: int) -> str:
-        return rf"^{p.name} must be {n} bytes, got {got}$"
+        return rf"^{p.name} {p.size_text or f'must be {n} bytes'}, got {got}$"
 
     out: list[Bad] = []
-    for length in sorted({0, 1, n - 1, n + 1, 2 * n}):
+    for length in sorted({0, 1, *(k + d for k in sizes for d in (-1, 1, k))} - set(sizes)):
         out += [
             (f"length-{length}-bytes", lambda v, k=length: bytes(k), ValueError, wrong(length)),
             (f"length-{length}-bytearray", lambda v, k=length: bytearray(k), ValueError, wrong(length)),
@@ -668,16 +776,32 @@ def output_sizes(name: str) -> list[Bad]:
     return out
 
 
+def short_outputs(name: str) -> list[Bad]:
+    def wrong(v: Valid) -> str:
+        got = memoryview(v.args[name]).nbytes
+        return rf"^{name} must be at least len\(data\) = {v.out_size} bytes, got {got}$"
+
+    return [
+        ("size-minus-1-bytearray", lambda v: bytearray(sentinel(v.out_size - 1)), ValueError, wrong),
+        ("size-minus-1-memoryview-slice", lambda v: memoryview(bytearray(sentinel(v.out_size + 7)))[4:-4], ValueError,
+         wrong),
+        ("size-0", lambda v: bytearray(), ValueError, wrong),
+        ("size-lying-len-bytearray", lambda v: lying_bytearray(v.out_size - 1, v.out_size), ValueError, wrong),
+    ]
+
+
 def bad_values(p: Param) -> list[Bad]:
     if p.kind == "int":
         return [(f"{label}", lambda v, x=value: x, exc, msg) for label, value, exc, msg in p.bad]
     out = wrong_types(p.name, p.none_ok) + bad_layouts(p.name)
     if p.kind == "fixed":
         out += fixed_lengths(p)
-    if p.kind in ("out", "inout"):
+    if p.kind in ("out", "outmin", "inout"):
         out += read_only_outputs(p.name)
     if p.kind == "out":
         out += output_sizes(p.name)
+    if p.kind == "outmin":
+        out += short_outputs(p.name)
     if p.huge is not None and CPYTHON:
         exc, msg = p.huge
         out.append(("huge-2**62-bytes-claimed", lambda v: fake_huge(), exc, msg))
@@ -866,9 +990,12 @@ def test_matrix_covers_every_public_callable() -> None:
     """A new public function or method without a table entry fails here."""
     covered = {api.name for api in APIS} | COVERED_BY_TEST_HASH
     public = set()
-    for name in cb3.__all__:
-        obj = getattr(cb3, name)
-        if isinstance(obj, type) and not issubclass(obj, BaseException):
+    names = [(cb3, name) for name in cb3.__all__]
+    for module, name in names:
+        obj = getattr(module, name)
+        if isinstance(obj, types.ModuleType):  # cb3.chacha20: its own public names too
+            names += [(obj, member) for member in obj.__all__]
+        elif isinstance(obj, type) and not issubclass(obj, BaseException):
             public.add(obj.__name__)
             public.update(
                 f"{obj.__name__}.{member}"
@@ -879,4 +1006,5 @@ def test_matrix_covers_every_public_callable() -> None:
             public.add(name)
     missing = sorted(public - covered)
     assert not missing, f"no bad-input matrix entry for {missing}"
+    assert {"ChaCha20.update", "hchacha20", "blake3.update"} <= public, sorted(public)  # the walk reached them
     assert len(CASES) > 1000, len(CASES)
