@@ -268,8 +268,8 @@ int cb3_refuse_pickle(HPyContext *ctx, const char *type_name);
                 .doc = "Refuses pickling and copying, as on CPython.")                                       \
     static HPy prefix##_reduce_impl(HPyContext *ctx, HPy self)                                               \
     {                                                                                                        \
-        (void)self;                                                                                          \
-        cb3_refuse_pickle(ctx, type_name);                                                                   \
+        (void)self; /* object.__reduce__ (copyreg) names the type without its module */                      \
+        cb3_refuse_pickle(ctx, strrchr(type_name, '.') ? strrchr(type_name, '.') + 1 : type_name);           \
         return HPy_NULL;                                                                                     \
     }
 #define CB3_TYPE_FIXES_DEFS(prefix) \
