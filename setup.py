@@ -25,6 +25,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import hpy.devel
 import hpy.devel.version
@@ -130,8 +131,9 @@ class build_ext_rust(build_ext):
         if profile == "release":
             command.append("--release")
         env = dict(os.environ)
-        if "RUSTFLAGS" in env:  # it would replace rustlib/.cargo/config.toml's flags
-            env["RUSTFLAGS"] += " --cfg chacha20_avx512"
+        if "RUSTFLAGS" in env:  # it replaces rustlib/.cargo/config.toml's rustflags: add them
+            with open(os.path.join(RUSTLIB, ".cargo", "config.toml"), "rb") as f:
+                env["RUSTFLAGS"] = " ".join([env["RUSTFLAGS"], *tomllib.load(f)["build"]["rustflags"]])
         # cwd=rustlib so that rustlib/.cargo/config.toml applies.
         subprocess.check_call(command, cwd=RUSTLIB, env=env)
         return os.path.join(target_dir, profile, "libcb3.a")

@@ -54,11 +54,19 @@ fi
 export PATH="$TOOLS/bin:$PATH"
 # cargo-fuzz needs nightly-only flags (-Zsanitizer); this stable toolchain
 # accepts them with RUSTC_BOOTSTRAP=1. cargo-fuzz adds its flags to RUSTFLAGS,
-# which replaces rustlib/.cargo/config.toml's, so that one is repeated here.
-export RUSTC_BOOTSTRAP=1 RUSTFLAGS="--cfg chacha20_avx512"
+# which replaces rustlib/.cargo/config.toml's rustflags, so those go there.
+CONFIG_RUSTFLAGS=$(sed -n 's/^rustflags = \[\(.*\)\]$/\1/p' rustlib/.cargo/config.toml | tr -d '",')
+[[ -n $CONFIG_RUSTFLAGS ]] || { echo "no rustflags line in rustlib/.cargo/config.toml" >&2; exit 1; }
+export RUSTC_BOOTSTRAP=1 RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$CONFIG_RUSTFLAGS"
 FUZZ=(cargo fuzz)
 
 if ((${#RUST_TARGETS[@]})); then
+    # cargo-fuzz has no --locked: check the committed rustlib/fuzz/Cargo.lock
+    # first, so that the build below has nothing to rewrite.
+    (cd rustlib/fuzz && cargo fetch --locked --quiet) || {
+        echo "rustlib/fuzz/Cargo.lock is out of date: run 'cargo update --workspace' in rustlib/fuzz and commit it" >&2
+        exit 1
+    }
     step "cargo fuzz build (AddressSanitizer, debug assertions; target dir $TARGET_DIR)"
     if ! (cd rustlib && "${FUZZ[@]}" build --target-dir "$TARGET_DIR") >"$WORK/logs/build.log" 2>&1; then
         cat "$WORK/logs/build.log"

@@ -40,8 +40,8 @@ step() { echo "== $*"; }
 
 step "cargo build --locked --lib (rustlib, debug)"
 env=()
-if [[ -n "${RUSTFLAGS:-}" ]]; then # RUSTFLAGS replaces rustlib/.cargo/config.toml's flags
-    env=(RUSTFLAGS="$RUSTFLAGS --cfg chacha20_avx512")
+if [[ -n "${RUSTFLAGS:-}" ]]; then # RUSTFLAGS replaces rustlib/.cargo/config.toml's rustflags: add them
+    env=(RUSTFLAGS="$RUSTFLAGS $(sed -n 's/^rustflags = \[\(.*\)\]$/\1/p' "$RUSTLIB/.cargo/config.toml" | tr -d '",')")
 fi
 (cd "$RUSTLIB" && env ${env[@]+"${env[@]}"} "$CARGO" build --locked --lib --target-dir "$TARGET_DIR")
 LIB=$TARGET_DIR/debug/libcb3.a
