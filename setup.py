@@ -165,6 +165,15 @@ def copy_capi_file(source, target, strip_debug):
     os.replace(temporary, target)
 
 
+def crate_version():
+    """The version of cb3: rustlib/Cargo.toml's, the one place it is written
+    (the package metadata and cb3.pc get it here; cb3.__version__ is the
+    linked library's cb3_version(); cb3.h's CB3_VERSION_* macros are checked
+    against it by tests/test_c_api.py and tests/c)."""
+    with open(os.path.join(RUSTLIB, "Cargo.toml"), "rb") as f:
+        return tomllib.load(f)["package"]["version"]
+
+
 def c_string(value):
     if not value or not all(c.isalnum() or c in "._+-" for c in value):
         raise ValueError(f"unexpected build identifier {value!r}")
@@ -203,6 +212,7 @@ def extension():
 
 
 setup(
+    version=crate_version(),
     hpy_ext_modules=[extension()],
     cmdclass={"build_ext": build_ext_rust},
 )

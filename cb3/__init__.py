@@ -11,7 +11,7 @@ sys.modules["cb3.hash"].
 """
 
 from . import errors  # first: the extension loads its exception classes from it
-from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend
+from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend, version as _library_version
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
 from .errors import DecryptionError, InvalidTag, KeystreamExhaustedError
 from .stream import Stream
@@ -21,7 +21,7 @@ from .hash import blake3, derive_key, hash, keyed_hash  # binds cb3.hash to the 
 # The C API for other extensions: where cb3.h and libcb3.a are (cb3/capi.py).
 from .capi import get_include, get_libraries, get_library_dir, get_link_args
 
-__version__ = "0.1.0"
+__version__ = _library_version()  # rustlib/Cargo.toml's version, the one place it is written
 
 __all__ = [
     "ChaCha20Blake3",
