@@ -301,9 +301,13 @@ def test_buffers_released():
     message = bytearray(32)
     hasher = blake3(message, key=key)
     hasher.update(message)
-    cb3.keyed_hash(key, message)
+    expected = cb3.keyed_hash(key, message + message)
+    # No view is held after the calls: CPython refuses (BufferError) to
+    # resize a bytearray while one is.
     key.extend(b"foo")
     message.extend(b"foo")
+    assert len(key) == len(message) == 35
+    assert hasher.digest() == expected
 
 
 def test_reset(reference):
