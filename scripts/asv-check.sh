@@ -78,7 +78,7 @@ for _ in $(seq 50); do
     "$PY" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/index.json')" 2>/dev/null && break
     sleep 0.1
 done
-URL="http://127.0.0.1:$PORT/index.html#$GRAPH"
+URL="http://127.0.0.1:$PORT/index.html#$GRAPH?x-axis-scale=even&y-axis-scale=log"
 # No network for the browser: every host name but 127.0.0.1 fails to resolve,
 # so a page that still wanted a CDN would fall to asv's error page.
 CHROME=(chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars
