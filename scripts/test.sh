@@ -60,12 +60,8 @@ step "CPython, cpython ABI: pytest"
 step "mypy --strict (stubs and typed examples)"
 "$WORK/venv/bin/mypy" --strict --no-incremental cb3/_cb3.pyi tests/typing_examples.py
 
-step "asv: benchmark suite imports and runs (quick smoke run, no timing checks)"
-"$WORK/venv/bin/pip" install --quiet asv==0.6.6
-ASV=("$WORK/venv/bin/asv" --config "$ROOT/asv_benchmarks/asv.conf.json")
-(cd "$WORK" && "${ASV[@]}" machine --yes --machine cb3-ci >/dev/null)
-(cd "$WORK" && "${ASV[@]}" check --python=same)
-(cd "$WORK" && "${ASV[@]}" run --python=same --quick --machine cb3-ci -b 'AEAD.time_encrypt')
+step "asv: check, smoke + quick run, offline publish, headless Chromium (scripts/asv-check.sh)"
+CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" bash scripts/asv-check.sh
 
 step "python -m cb3 bench --quick"
 (cd "$WORK" && "$WORK/venv/bin/python" -P -m cb3 bench --quick --sizes 64,65536 --json "$WORK/bench.json")

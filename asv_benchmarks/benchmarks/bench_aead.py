@@ -1,18 +1,19 @@
-"""ChaCha20-BLAKE3: every public operation at every size. `time_*` per call;
-throughput is size / time (asv treats every number as lower-is-better)."""
+"""ChaCha20-BLAKE3 (cb3.ChaCha20Blake3, cb3.Stream): every public operation at
+every size. `time_*` is per call; throughput is size / time, or see
+bench_throughput (asv treats every number as lower-is-better)."""
 
 import cb3
 
-from .common import KEY, MESSAGES, NONCE, SIZES
+from .common import KEY, LARGE, MESSAGES, NONCE, SIZES, SOME_SIZES, Lazy
 
 CIPHER = cb3.ChaCha20Blake3(KEY)
-SEALED = {size: CIPHER.encrypt(NONCE, data) for size, data in MESSAGES.items()}
-DETACHED = {size: CIPHER.encrypt_detached(NONCE, data) for size, data in MESSAGES.items()}
-OUT_ENCRYPT = {size: bytearray(size + 32) for size in SIZES}
-OUT_DECRYPT = {size: bytearray(size) for size in SIZES}
-IN_PLACE = {size: bytearray(size) for size in SIZES}
-# One long-lived stream: 2^64 - 1 messages is more than any benchmark sends.
-STREAM = cb3.Stream(KEY, NONCE)
+SEALED = Lazy(lambda size: CIPHER.encrypt(NONCE, MESSAGES[size]))
+DETACHED = Lazy(lambda size: CIPHER.encrypt_detached(NONCE, MESSAGES[size]))
+OUT_ENCRYPT = Lazy(lambda size: bytearray(size + 32))
+OUT_DECRYPT = Lazy(bytearray)
+IN_PLACE = Lazy(lambda size: bytearray(MESSAGES[size]))
+DECRYPT_IN_PLACE = Lazy(bytearray)
+AAD = bytes(range(64))
 
 
 class AEAD:
@@ -40,11 +41,44 @@ class AEAD:
         CIPHER.decrypt_detached(NONCE, ciphertext, tag)
 
     def time_encrypt_in_place(self, size: int) -> None:
+        # Encrypting the buffer again and again is valid (ChaCha XOR, new tag).
         CIPHER.encrypt_in_place(NONCE, IN_PLACE[size])
+
+    def time_decrypt_in_place(self, size: int) -> None:
+        # A decrypted buffer no longer verifies: each call first copies the
+        # ciphertext back in. bench_overhead.Overhead.time_copy_into is that
+        # copy alone, to subtract.
+        ciphertext, tag = DETACHED[size]
+        buf = DECRYPT_IN_PLACE[size]
+        buf[:] = ciphertext
+        CIPHER.decrypt_in_place(NONCE, buf, tag)
+
+
+class AEADAssociatedData:
+    """64 bytes of associated data (MAC'd, not encrypted)."""
+
+    params = [SOME_SIZES]
+    param_names = ["size"]
+    version = "1"
+
+    def time_encrypt_aad(self, size: int) -> None:
+        CIPHER.encrypt(NONCE, MESSAGES[size], AAD)
+
+
+class AEADNew:
+    """Cipher construction (key copy; no key schedule in ChaCha20-BLAKE3)."""
+
+    version = "1"
+
+    def time_new(self) -> None:
+        cb3.ChaCha20Blake3(KEY)
+
+    def time_generate_nonce(self) -> None:
+        cb3.generate_nonce()
 
 
 THREADED = cb3.ChaCha20Blake3(KEY, max_threads=cb3.AUTO)
-LARGE = [size for size in SIZES if size >= 1 << 20]
+THREADED_2 = cb3.ChaCha20Blake3(KEY, max_threads=2)
 
 
 class Threaded:
@@ -60,6 +94,19 @@ class Threaded:
     def time_decrypt(self, size: int) -> None:
         THREADED.decrypt(NONCE, SEALED[size])
 
+    def time_encrypt_into(self, size: int) -> None:
+        THREADED.encrypt_into(NONCE, MESSAGES[size], None, OUT_ENCRYPT[size])
+
+    def time_decrypt_into(self, size: int) -> None:
+        THREADED.decrypt_into(NONCE, SEALED[size], None, OUT_DECRYPT[size])
+
+    def time_encrypt_into_2_threads(self, size: int) -> None:
+        THREADED_2.encrypt_into(NONCE, MESSAGES[size], None, OUT_ENCRYPT[size])
+
+
+# One long-lived stream: 2^64 - 1 messages is more than any benchmark sends.
+STREAM = cb3.Stream(KEY, NONCE)
+
 
 class StreamEncrypt:
     params = [SIZES]
@@ -68,3 +115,25 @@ class StreamEncrypt:
 
     def time_stream_encrypt(self, size: int) -> None:
         STREAM.encrypt(MESSAGES[size])
+
+
+# Message 0 of a stream: a Stream's index advances on every successful
+# decrypt, so a ciphertext decrypts once per Stream object.
+STREAM_SEALED = Lazy(lambda size: cb3.Stream(KEY, NONCE).encrypt(MESSAGES[size]))
+
+
+class StreamDecrypt:
+    params = [SOME_SIZES]
+    param_names = ["size"]
+    version = "1"
+
+    def time_stream_decrypt(self, size: int) -> None:
+        # A new Stream per call (see StreamNew.time_new, to subtract).
+        cb3.Stream(KEY, NONCE).decrypt(STREAM_SEALED[size])
+
+
+class StreamNew:
+    version = "1"
+
+    def time_new(self) -> None:
+        cb3.Stream(KEY, NONCE)
