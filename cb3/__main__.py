@@ -97,15 +97,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version (0) and usage errors (2)
         return e.code if isinstance(e.code, int) else 2
     try:
-        if args.command is None:
-            if args.capi_flags:
-                status = capi.main_flags(args.capi_flags)
-                assert status is not None
-                return status
-            return selftest.command(args)
-        status: int = args.func(args)
+        status: int | None
+        if args.command is not None:
+            status = args.func(args)
+        elif args.capi_flags:
+            status = capi.main_flags(args.capi_flags)
+        else:
+            status = selftest.command(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
-        return status
+        return 0 if status is None else status
     except BrokenPipeError:
         # The reader went away (`python -m cb3 | head`): stop quietly; point
         # stdout at /dev/null so that the flush at exit does not complain again.

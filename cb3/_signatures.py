@@ -77,7 +77,9 @@ def parse(text: str) -> inspect.Signature:
 def _needs_help(obj: object) -> bool:
     """True for an extension callable whose docstring carries a signature
     that the interpreter does not expose."""
-    return split_doc(getattr(obj, "__doc__", None))[0] is not None and not hasattr(obj, "__text_signature__")
+    if not callable(obj) or hasattr(obj, "__text_signature__"):
+        return False
+    return split_doc(getattr(obj, "__doc__", None))[0] is not None
 
 
 def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str) -> Callable[..., Any]:

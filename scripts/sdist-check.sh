@@ -72,8 +72,11 @@ log "unpacked sdist: tests against that install"
 tar -xzf "$SDIST" -C "$WORK"
 TREE=$(ls -d "$WORK"/cb3-*/)
 "$WORK/venv/bin/pip" install --quiet --disable-pip-version-check -r "$TREE/tests/requirements.txt"
-(cd "$TREE" && "$WORK/venv/bin/pytest" -q -p no:cacheprovider \
-    tests/test_vectors.py tests/test_api_surface.py tests/test_cli.py tests/test_typing.py tests/test_c_api.py)
+# The C tests and the crate interop test build rustlib in debug mode with cargo: share
+# the checkout's target directory (ignored by git) so only the cb3 crate is recompiled.
+(cd "$TREE" && CB3_C_TARGET_DIR="${CB3_C_TARGET_DIR:-$ROOT/rustlib/target}" "$WORK/venv/bin/pytest" -q -p no:cacheprovider \
+    tests/test_vectors.py tests/test_api_surface.py tests/test_cli.py tests/test_typing.py tests/test_readme.py \
+    tests/test_c_api.py tests/test_interop_crate.py)
 
 log "examples/downstream from the unpacked sdist, as its README says"
 python_only="$WORK/venv-downstream"  # a fresh venv with nothing but cb3
