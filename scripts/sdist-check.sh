@@ -91,4 +91,5 @@ key, nonce = cb3.generate_key(), cb3.generate_nonce()
 assert cb3_downstream.encrypt_many(key, nonce, [b"hi"]) == [cb3.Stream(key, nonce).encrypt(b"hi")]
 print("examples/downstream: built and agrees with cb3")')
 
+rm -rf "$WORK/venv" "$python_only" "$TREE/build"   # 260 MB; kept only when a step fails
 log "done"
