@@ -76,10 +76,12 @@ def parse(text: str) -> inspect.Signature:
 
 def _needs_help(obj: object) -> bool:
     """True for an extension callable whose docstring carries a signature
-    that the interpreter does not expose."""
-    if not callable(obj) or hasattr(obj, "__text_signature__"):
+    that the interpreter does not expose as its ``__text_signature__``
+    (PyPy's HPy functions have none, or None)."""
+    if not callable(obj):
         return False
-    return split_doc(getattr(obj, "__doc__", None))[0] is not None
+    text = split_doc(getattr(obj, "__doc__", None))[0]
+    return text is not None and getattr(obj, "__text_signature__", None) != text[text.index("(") :]
 
 
 def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str) -> Callable[..., Any]:

@@ -96,8 +96,11 @@ def test_selftest_failure_exits_1(capsys, monkeypatch):
 
 def test_closed_pipe_is_quiet(tmp_path):
     """`python -m cb3 | head -1`: no BrokenPipeError traceback, exit status 1."""
+    # -u: every line is written when printed (as on a terminal), so the
+    # throughput lines, tens of ms apart, meet the closed pipe; block-buffered
+    # output this short would go out in one write at exit, before the close.
     process = subprocess.Popen(
-        [sys.executable, "-m", "cb3"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-u", "-m", "cb3"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None and process.stderr is not None
     first = process.stdout.readline()
