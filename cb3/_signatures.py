@@ -6,10 +6,11 @@ associated_data=None)\\n--\\n\\n"``. CPython's builtin functions, method
 descriptors and types read it, so ``inspect.signature``, ``help()`` and IDEs
 show the real parameters there, and ``__doc__`` comes without it.
 
-PyPy's HPy objects (``_hpy_universal``'s extension functions and methods, in
-the universal and the hybrid ABI) expose ``__doc__`` only: no
-``__text_signature__``, so ``inspect.signature`` fails and ``__doc__`` starts
-with the raw signature line. Where that is the case, :func:`install` puts a
+PyPy's HPy objects (``_hpy_universal``, universal and hybrid ABI) are not
+CPython builtins: PyPy 7.3.19 keeps the raw signature line in ``__doc__``,
+and ``inspect.signature`` reports ``(*args, **keywords)`` for module-level
+functions (their ``__call__``) and fails for the classes (an HPy ``__new__``).
+Wherever ``__doc__`` still starts with the signature line, :func:`install` puts a
 thin Python function in place of each extension function and method: it
 forwards ``*args, **kwargs`` unchanged (the C argument parser and its error
 messages stay in charge) and carries ``__signature__``, ``__name__``,
@@ -75,13 +76,12 @@ def parse(text: str) -> inspect.Signature:
 
 
 def _needs_help(obj: object) -> bool:
-    """True for an extension callable whose docstring carries a signature
-    that the interpreter does not expose as its ``__text_signature__``
-    (PyPy's HPy functions have none, or None)."""
-    if not callable(obj):
-        return False
-    text = split_doc(getattr(obj, "__doc__", None))[0]
-    return text is not None and getattr(obj, "__text_signature__", None) != text[text.index("(") :]
+    """True for an extension callable whose ``__doc__`` still starts with the
+    signature line: the interpreter did not take the signature from it.
+    CPython strips it from ``__doc__`` (and serves it as
+    ``__text_signature__``); PyPy 7.3.19 shows it for module-level HPy
+    functions, whose ``__text_signature__`` inspect does not consult."""
+    return callable(obj) and split_doc(getattr(obj, "__doc__", None))[0] is not None
 
 
 def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str) -> Callable[..., Any]:
@@ -111,17 +111,13 @@ def install(module: types.ModuleType) -> None:
 
 
 def _install_class(cls: type) -> None:
-    text, doc = split_doc(cls.__doc__)
-    if text is None:
-        return
     for name, attr in list(vars(cls).items()):
         if not name.startswith("_") and _needs_help(attr):
             setattr(cls, name, _forwarder(attr, name, f"{cls.__name__}.{name}", cls.__module__))
-    # CPython: the type reads its signature from the docstring, and its
-    # __new__ is a builtin that inspect skips. PyPy: __new__ is an HPy
-    # extension function without a signature, which inspect would report.
-    params = text[text.index("(") :]
-    builtin_new = isinstance(vars(cls).get("__new__"), types.BuiltinFunctionType)
-    if getattr(cls, "__text_signature__", None) != params or not builtin_new:
+    # CPython reads a type's signature from tp_doc and strips it from
+    # __doc__. Where __doc__ still shows it (PyPy), the class gets
+    # __signature__, which inspect consults before the HPy __new__.
+    text, doc = split_doc(cls.__doc__)
+    if text is not None:
         cls.__signature__ = parse(text)  # type: ignore[attr-defined]
         cls.__doc__ = doc
