@@ -7,16 +7,16 @@ descriptors and types read it, so ``inspect.signature``, ``help()`` and IDEs
 show the real parameters there, and ``__doc__`` comes without it.
 
 PyPy's HPy objects (``_hpy_universal``, universal and hybrid ABI) are not
-CPython builtins: PyPy 7.3.19 keeps the raw signature line in ``__doc__``,
-and ``inspect.signature`` reports ``(*args, **keywords)`` for module-level
-functions (their ``__call__``) and fails for the classes (an HPy ``__new__``).
-Wherever ``__doc__`` still starts with the signature line, :func:`install` puts a
-thin Python function in place of each extension function and method: it
-forwards ``*args, **kwargs`` unchanged (the C argument parser and its error
-messages stay in charge) and carries ``__signature__``, ``__name__``,
-``__qualname__`` and the docstring without the signature line. Classes get
-``__signature__`` and the cleaned ``__doc__``. On CPython :func:`install`
-changes nothing.
+CPython builtins. On PyPy 7.3.19 the methods keep the raw signature line in
+``__doc__`` (inspect finds nothing), the module-level functions have a
+``__text_signature__`` that inspect ignores (it reports their ``__call__``,
+``(*args, **keywords)``), and the classes' HPy ``__new__`` has no signature.
+There :func:`install` puts a thin Python function in place of each such
+function and method: it forwards ``*args, **kwargs`` unchanged (the C
+argument parser and its error messages stay in charge) and carries
+``__signature__``, ``__name__``, ``__qualname__`` and the docstring without
+the signature line; classes get ``__signature__`` and the cleaned
+``__doc__``. On CPython :func:`install` changes nothing.
 """
 
 from __future__ import annotations
@@ -75,18 +75,29 @@ def parse(text: str) -> inspect.Signature:
     return inspect.Signature(out)
 
 
-def _needs_help(obj: object) -> bool:
-    """True for an extension callable whose ``__doc__`` still starts with the
-    signature line: the interpreter did not take the signature from it.
-    CPython strips it from ``__doc__`` (and serves it as
-    ``__text_signature__``); PyPy 7.3.19 shows it for module-level HPy
-    functions, whose ``__text_signature__`` inspect does not consult."""
-    return callable(obj) and split_doc(getattr(obj, "__doc__", None))[0] is not None
+def _hidden_signature(obj: object) -> tuple[str, str | None] | None:
+    """``(signature text, clean docstring)`` for an extension callable whose
+    signature inspect would not find; None for anything else. Two cases:
+    ``__doc__`` still starts with the signature line (PyPy 7.3.19's HPy
+    methods and types), or ``__text_signature__`` is there but on an object
+    that inspect does not treat as a builtin (PyPy's module-level HPy
+    functions: inspect reports their ``__call__``, ``(*args, **keywords)``).
+    CPython's builtins have neither problem."""
+    if not callable(obj):
+        return None
+    text, doc = split_doc(getattr(obj, "__doc__", None))
+    if text is not None:
+        return text, doc
+    text = getattr(obj, "__text_signature__", None)
+    if text and not isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType)):
+        return text, doc
+    return None
 
 
 def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str) -> Callable[..., Any]:
-    text, doc = split_doc(target.__doc__)
-    assert text is not None
+    found = _hidden_signature(target)
+    assert found is not None
+    text, doc = found
 
     def forward(*args: Any, **kwargs: Any) -> Any:
         return target(*args, **kwargs)
@@ -106,13 +117,13 @@ def install(module: types.ModuleType) -> None:
     for name, obj in list(vars(module).items()):
         if isinstance(obj, type):
             _install_class(obj)
-        elif _needs_help(obj):
+        elif _hidden_signature(obj) is not None:
             setattr(module, name, _forwarder(obj, name, name, module.__name__))
 
 
 def _install_class(cls: type) -> None:
     for name, attr in list(vars(cls).items()):
-        if not name.startswith("_") and _needs_help(attr):
+        if not name.startswith("_") and _hidden_signature(attr) is not None:
             setattr(cls, name, _forwarder(attr, name, f"{cls.__name__}.{name}", cls.__module__))
     # CPython reads a type's signature from tp_doc and strips it from
     # __doc__. Where __doc__ still shows it (PyPy), the class gets

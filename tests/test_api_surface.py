@@ -197,6 +197,12 @@ def test_install_fills_in_where_the_interpreter_does_not():
 
     module = types.ModuleType("fake_ext")
     module.hash = FakeMethod("hash(data, length=32)\n--\n\nThe hash.", b"h")  # type: ignore[attr-defined]
+    # PyPy's module-level HPy functions: a clean __doc__ and a __text_signature__ that
+    # inspect ignores, because the object is not a CPython builtin.
+    version = FakeMethod("The version.", "1.0")
+    version.__text_signature__ = "()"  # type: ignore[attr-defined]
+    module.version = version  # type: ignore[attr-defined]
+    module.builtin = len  # type: ignore[attr-defined]  # a real builtin is left alone
     encrypt = FakeMethod("encrypt($self, nonce, data, associated_data=None)\n--\n\nEncrypt.", b"c")
 
     class Cipher:
@@ -213,6 +219,8 @@ def test_install_fills_in_where_the_interpreter_does_not():
     assert str(inspect.signature(module.hash)) == "(data, length=32)"
     assert module.hash.__doc__ == "The hash." and module.hash.__name__ == "hash"
     assert module.hash(b"x", length=3) == b"h"
+    assert str(inspect.signature(module.version)) == "()" and module.version() == "1.0"
+    assert module.version.__doc__ == "The version." and module.builtin is len
     assert str(inspect.signature(Cipher)) == "(key, *, max_threads=1)"
     assert Cipher.__doc__ == "A cipher."
     instance = Cipher()
