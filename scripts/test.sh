@@ -9,7 +9,7 @@
 #      and examples/downstream (scripts/sdist-check.sh)
 #   7. PyPy 3.11 (scripts/pypy.sh), when present
 # Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1 to skip step 7)
-# Disk: about 2.3 GB outside the tracked files (README, "Running the tests").
+# Disk: about 2.5 GB outside the tracked files (README, "Running the tests").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
