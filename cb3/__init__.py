@@ -11,6 +11,9 @@ sys.modules["cb3.hash"].
 """
 
 from . import errors  # first: the extension loads its exception classes from it
+from . import _cb3, _signatures
+
+_signatures.install(_cb3)  # before the names below are bound: signatures on every interpreter
 from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend, version as _library_version
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
 from .errors import DecryptionError, InvalidTag, KeystreamExhaustedError

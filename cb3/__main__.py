@@ -1,83 +1,121 @@
-"""`python -m cb3`: what is installed, a known-answer self-test, and one
-throughput line per message size.
+"""``python -m cb3``: cb3's command line.
 
-Subcommands: `python -m cb3 bench` (side-by-side comparison with peers);
-`python -m cb3 b3sum ...` (a b3sum-compatible command, cb3/b3sum.py);
-`--cflags`, `--libs`, `--includedir`, `--libdir`, `--pkgconfigdir` print what
-a C build needs to use cb3's header and static library (cb3/capi.py).
+Each command lives in its own module, which registers itself with a function
+``add_parser(subparsers)`` that adds a subparser and sets ``func`` (called
+with the parsed arguments, returns the exit status) with
+``set_defaults(func=...)``. To add a command, add its ``add_parser`` to
+:data:`COMMANDS`.
 """
 
+from __future__ import annotations
+
+import argparse
 import os
 import platform
-import statistics
 import sys
-import time
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 import cb3
-from cb3 import _cb3, selftest
-from cb3.bench import cpu_name, human_size
+from cb3 import _cb3, bench, capi, selftest
 
-SIZES = [64, 1024, 64 * 1024, 1024 * 1024, 16 * 1024 * 1024]
+EXIT_CODES = """\
+exit status:
+  0  success
+  1  failure: a known-answer test failed, b3sum found a mismatch or could not
+     read a file, or the reader of the output went away (e.g. `| head`)
+  2  usage error (unknown command or option, bad value)
 
-
-def _median_seconds(call: Callable[[], object], budget: float = 0.05, rounds: int = 5) -> float:
-    """Median time of one call over `rounds` timed loops of ~`budget` s."""
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            call()
-        elapsed = time.perf_counter() - start
-        if elapsed >= budget / 4 or number >= 1 << 20:
-            break
-        number *= 4
-    number = max(1, int(number * (budget / max(elapsed, 1e-9))))
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            call()
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+examples:
+  python -m cb3                       self-check (the same as `python -m cb3 selftest`)
+  python -m cb3 bench --quick         speed next to the installed peers
+  python -m cb3 b3sum FILE...         BLAKE3 checksums, like b3sum
+  cc app.c $(python -m cb3 --cflags --libs)
+"""
 
 
-def info() -> int:
-    print(f"cb3 {cb3.__version__} (rustlib {_cb3.version()})")
-    print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
-    print(f"HPy ABI: {cb3.HPY_ABI}")
-    print(f"SIMD: {cb3.simd_backend()} ({cpu_name()})")
-    print(f"known-answer tests: {selftest.run()} passed")
-    key, nonce = cb3.generate_key(), cb3.generate_nonce()
-    cipher = cb3.ChaCha20Blake3(key)
-    print("encrypt throughput (median of 5, one thread):")
-    for size in SIZES:
-        data = os.urandom(size)
-        seconds = _median_seconds(lambda: cipher.encrypt(nonce, data))
-        print(f"  {human_size(size):>8}: {seconds * 1e9:12.0f} ns/call {size / seconds / 1e6:9.0f} MB/s")
-    return 0
+def _add_b3sum_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """``python -m cb3 b3sum ...``: every argument after the word ``b3sum`` goes
+    unparsed to cb3/b3sum.py (its own parser, its own ``--help``)."""
+    parser = subparsers.add_parser(
+        "b3sum",
+        help="print or check BLAKE3 checksums, like b3sum (python -m cb3 b3sum --help)",
+        add_help=False,
+        prefix_chars="\0",  # no option of its own: "--check", "-h" and "--" all reach b3sum
+    )
+    parser.add_argument("b3sum_args", nargs=argparse.REMAINDER)
 
-
-def main(argv: list[str]) -> int:
-    if not argv:
-        return info()
-    from cb3.capi import main_flags
-
-    status = main_flags(argv)
-    if status is not None:
-        return status
-    command, rest = argv[0], argv[1:]
-    if command == "bench":
-        from cb3 import bench
-
-        return bench.main(rest)
-    if command == "b3sum":
+    def run(args: argparse.Namespace) -> int:
         from cb3 import b3sum
 
-        return b3sum.main(rest)
-    print(f"usage: python -m cb3 [bench ... | b3sum ... | --cflags | --libs]\nunknown command: {command}", file=sys.stderr)
-    return 2
+        return b3sum.main(args.b3sum_args)
+
+    parser.set_defaults(func=run)
+    return parser
+
+
+#: Every subcommand's ``add_parser(subparsers)``, in the order of ``--help``.
+COMMANDS: list[Callable[..., argparse.ArgumentParser]] = [
+    selftest.add_parser,
+    bench.add_parser,
+    _add_b3sum_parser,
+    capi.add_parser,
+]
+
+
+def version() -> str:
+    return (
+        f"cb3 {cb3.__version__} (rustlib {_cb3.version()}, HPy ABI {cb3.HPY_ABI}, "
+        f"{platform.python_implementation()} {platform.python_version()})"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m cb3",
+        description="cb3: ChaCha20-BLAKE3 authenticated encryption and BLAKE3 hashing. "
+        "Without a command, runs `selftest`.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=version())
+    capi.add_flags(parser.add_argument_group("C API flags (the same as `python -m cb3 config ...`)"))
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
+    for add_parser in COMMANDS:
+        add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``python -m cb3`` with ``argv`` (default ``sys.argv[1:]``);
+    returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+        if args.capi_flags and args.command not in (None, "config"):
+            parser.error(f"the C API flags go alone or after `config`, not with `{args.command}`")
+    except SystemExit as e:  # --help, --version (0) and usage errors (2)
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        status: int | None
+        if args.command is not None:
+            status = args.func(args)
+        elif args.capi_flags:
+            status = capi.main_flags(args.capi_flags)
+        else:
+            status = selftest.command(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return 0 if status is None else status
+    except BrokenPipeError:
+        # The reader went away (`python -m cb3 | head`): stop quietly; point
+        # stdout at /dev/null so that the flush at exit does not complain again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # no real file descriptor (e.g. captured)
+            pass
+        return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -55,8 +55,10 @@ def mismatch(
     return (
         f"{module} was {'; '.join(problems)}. An HPy binary built against another interpreter's HPy "
         "headers has a different HPyContext layout and would crash, so it is not loaded. Reinstall cb3 "
-        "with this interpreter (python -m pip install --force-reinstall --no-cache-dir cb3, or "
-        "python -m pip install . from a checkout)."
+        "with this interpreter: from a source checkout or an unpacked sdist, "
+        "`python -m pip install --force-reinstall --no-cache-dir .` (needs a Rust toolchain and a C "
+        "compiler), or `python -m pip install --force-reinstall cb3-<version>-<tag>.whl` with a wheel "
+        "built for this interpreter. cb3 is not on PyPI."
     )
 
 

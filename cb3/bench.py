@@ -4,7 +4,8 @@ side by side in one process.
 Every case is timed in interleaved rounds (round 1 of every case and size,
 then round 2, ...) and the median per-call time is kept, so a burst of noise
 on a shared machine hits all cases alike. Peers that are not installed are
-skipped. The raw-Rust column times the `chacha20-blake3` crate itself through
+listed at the end, with the pip command that installs them. The raw-Rust
+column times the `chacha20-blake3` crate itself through
 `cb3._cb3.bench_reference`, in the same process.
 
     python -m cb3 bench [--quick] [--sizes 64,1024,...] [--rounds N] [--json FILE]
@@ -116,6 +117,29 @@ def _cases() -> list[Case]:
     ]
     cases += _peer_cases()
     return cases
+
+
+#: The peers `bench` compares with: (import name, what it provides, PyPI
+#: distribution). Those that fail to import are listed after the report.
+PEERS = (
+    ("cryptography", "ChaCha20Poly1305, AESGCM, ChaCha20", "cryptography"),
+    ("nacl", "XChaCha20-Poly1305", "PyNaCl"),
+    ("Crypto", "XChaCha20-Poly1305, ChaCha20", "pycryptodome"),
+    ("blake3", "BLAKE3", "blake3"),
+)
+
+
+def missing_peers() -> list[tuple[str, str, str]]:
+    """The peers of :data:`PEERS` that cannot be imported."""
+    import importlib
+
+    missing = []
+    for peer in PEERS:
+        try:
+            importlib.import_module(peer[0])
+        except ImportError:
+            missing.append(peer)
+    return missing
 
 
 def _peer_cases() -> list[Case]:
@@ -283,19 +307,43 @@ def report(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cb3 bench", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="few sizes, short loops (a smoke run)")
     parser.add_argument("--sizes", help="comma-separated message sizes in bytes")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per case (default 5; quick: 2)")
     parser.add_argument("--only", help="comma-separated words: run only cases whose name contains one")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+
+
+def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
+    """Registers ``python -m cb3 bench`` (see cb3/__main__.py)."""
+    parser = subparsers.add_parser(
+        "bench",
+        help="compare cb3's speed with the AEAD and hash libraries installed",
+        description=__doc__.split("\n\n")[0] + " Peers: "
+        + "; ".join(f"{dist} ({what})" for _, what, dist in PEERS)
+        + "; hashlib; the Rust crate chacha20-blake3.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = args.rounds or (2 if args.quick else 5)
     budget = 0.005 if args.quick else 0.1
     results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None)
     print(report(results))
+    missing = missing_peers()
+    if missing:
+        print(
+            "\nnot installed, so not compared: "
+            + "; ".join(f"{dist} ({what})" for _, what, dist in missing)
+            + f"\ninstall them with: {sys.executable} -m pip install "
+            + " ".join(dist for _, _, dist in missing),
+            file=sys.stderr,
+        )
     if args.json:
         with open(args.json, "w") as out:
             json.dump(
@@ -305,6 +353,7 @@ def main(argv: list[str]) -> int:
                     "hpy_abi": cb3.HPY_ABI,
                     "simd": cb3.simd_backend(),
                     "cpu": cpu_name(),
+                    "missing_peers": [dist for _, _, dist in missing],
                     "results": [
                         {
                             "case": r.case,
@@ -320,6 +369,13 @@ def main(argv: list[str]) -> int:
                 indent=1,
             )
     return 0
+
+
+def main(argv: list[str]) -> int:
+    """``python -m cb3.bench ARGS`` (the same as ``python -m cb3 bench ARGS``)."""
+    parser = argparse.ArgumentParser(prog="python -m cb3 bench", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

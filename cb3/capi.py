@@ -27,6 +27,7 @@ path (for :data:`NATIVE_STATIC_LIBS` and :func:`pkgconfig_text`).
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -41,6 +42,8 @@ __all__ = [
     "get_link_args",
     "get_pkgconfig_dir",
     "main_flags",
+    "add_flags",
+    "add_parser",
 ]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -120,15 +123,42 @@ _FLAGS: dict[str, Callable[[], str]] = {
     "--pkgconfigdir": get_pkgconfig_dir,
 }
 
-#: Help text for the flags :func:`main_flags` handles, for ``python -m cb3 --help``.
-FLAGS_HELP = """\
-C API (for building C code against cb3):
-  --cflags        compiler flags: -I<dir of cb3.h>
-  --libs          linker flags: -L<dir of libcb3.a> -lcb3 and the system libraries it needs
-  --includedir    the directory of cb3.h
-  --libdir        the directory of libcb3.a
-  --pkgconfigdir  the directory of cb3.pc (for PKG_CONFIG_PATH)
-"""
+#: Help text for the flags :func:`main_flags` handles (``python -m cb3 --help``).
+_FLAG_HELP = {
+    "--cflags": "compiler flags: -I<dir of cb3.h>",
+    "--libs": "linker flags: -L<dir of libcb3.a> -lcb3 and the system libraries it needs",
+    "--includedir": "the directory of cb3.h",
+    "--libdir": "the directory of libcb3.a",
+    "--pkgconfigdir": "the directory of cb3.pc (for PKG_CONFIG_PATH)",
+}
+
+
+def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Adds the C-API flags to ``parser``: each appends its name to
+    ``args.capi_flags``, in the order given (the order of the output)."""
+    for flag, text in _FLAG_HELP.items():
+        parser.add_argument(flag, action="append_const", const=flag, dest="capi_flags", help=text)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Registers ``python -m cb3 config`` (see cb3/__main__.py). The same flags
+    also work without the word ``config``: ``python -m cb3 --cflags --libs``."""
+    parser = subparsers.add_parser(
+        "config",
+        help="compiler and linker flags for C code that uses cb3.h and libcb3.a",
+        description="Print what a C build needs to use cb3's C API (docs/c-api.md): --cflags and --libs "
+        "share one line, as with pkg-config; each directory gets a line of its own.",
+    )
+    add_flags(parser)
+    parser.set_defaults(func=_config_command)
+    return parser
+
+
+def _config_command(args: argparse.Namespace) -> int:
+    flags = getattr(args, "capi_flags", None) or ["--cflags", "--libs"]
+    status = main_flags(flags)
+    assert status is not None
+    return status
 
 
 def main_flags(argv: Sequence[str], stdout: TextIO | None = None) -> int | None:

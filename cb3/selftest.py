@@ -1,16 +1,25 @@
-"""Known-answer tests: the three upstream ChaCha20-BLAKE3 vectors.
+"""Known-answer tests: the three upstream ChaCha20-BLAKE3 vectors, and the
+``python -m cb3 selftest`` command (the default of ``python -m cb3``).
 
-From the test suite of the Rust crate chacha20-blake3 (tests/mod.rs), which
-stores ciphertext || tag; the same vectors appear in the Go and pure-Ruby
-implementations. `python -m cb3` runs them on every start.
+The vectors come from the test suite of the Rust crate chacha20-blake3
+(tests/mod.rs), which stores ciphertext || tag; the same vectors appear in the
+Go and pure-Ruby implementations.
 """
 
-from typing import NamedTuple
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable, NamedTuple
 
 from .aead import ChaCha20Blake3
 from .errors import DecryptionError
 
-__all__ = ["Vector", "VECTORS", "run"]
+__all__ = ["Vector", "VECTORS", "run", "add_parser", "command"]
 
 
 class Vector(NamedTuple):
@@ -72,3 +81,68 @@ def run() -> int:
         else:
             raise AssertionError(f"vector {number}: a forged tag was accepted")
     return len(VECTORS)
+
+
+#: Message sizes of the throughput lines.
+SIZES = [64, 1024, 64 * 1024, 1024 * 1024, 16 * 1024 * 1024]
+
+
+def _median_seconds(call: Callable[[], object], budget: float = 0.05, rounds: int = 5) -> float:
+    """Median time of one call over `rounds` timed loops of ~`budget` s."""
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget / 4 or number >= 1 << 20:
+            break
+        number *= 4
+    number = max(1, int(number * (budget / max(elapsed, 1e-9))))
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Registers ``python -m cb3 selftest`` (see cb3/__main__.py)."""
+    parser = subparsers.add_parser(
+        "selftest",
+        help="what is installed, the known-answer tests, encrypt throughput (the default command)",
+        description="Print the cb3 and interpreter versions, the HPy ABI and SIMD backend, run the "
+        "known-answer tests (exit status 1 if one fails), then time encrypt() at a few sizes.",
+    )
+    parser.add_argument("--no-throughput", action="store_true", help="skip the throughput lines")
+    parser.set_defaults(func=command)
+    return parser
+
+
+def command(args: argparse.Namespace) -> int:
+    import cb3
+    from cb3 import _cb3
+    from cb3.bench import cpu_name, human_size
+
+    print(f"cb3 {cb3.__version__} (rustlib {_cb3.version()})")
+    print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
+    print(f"HPy ABI: {cb3.HPY_ABI}")
+    print(f"SIMD: {cb3.simd_backend()} ({cpu_name()})")
+    try:
+        passed = run()
+    except (AssertionError, DecryptionError) as e:
+        print(f"known-answer tests: FAILED: {e}", file=sys.stderr)
+        return 1
+    print(f"known-answer tests: {passed} passed")
+    if getattr(args, "no_throughput", False):
+        return 0
+    key, nonce = cb3.generate_key(), cb3.generate_nonce()
+    cipher = cb3.ChaCha20Blake3(key)
+    print("encrypt throughput (median of 5, one thread):")
+    for size in SIZES:
+        data = os.urandom(size)
+        seconds = _median_seconds(lambda: cipher.encrypt(nonce, data))
+        print(f"  {human_size(size):>8}: {seconds * 1e9:12.0f} ns/call {size / seconds / 1e6:9.0f} MB/s")
+    return 0

@@ -85,7 +85,7 @@ static void Cipher_destroy_impl(void *obj)
 /* ---- combined ciphertext || tag ---- */
 
 HPyDef_METH(Cipher_encrypt, "encrypt", HPyFunc_KEYWORDS,
-            .doc = "encrypt(nonce, data, associated_data=None) -> bytes\n\n"
+            .doc = "encrypt($self, nonce, data, associated_data=None)\n--\n\n"
                    "Encrypt and authenticate data; returns ciphertext || 32-byte tag.\n"
                    "nonce must be 24 bytes and never reused with this key (cb3.generate_nonce() is safe).")
 static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -122,7 +122,7 @@ done:
 }
 
 HPyDef_METH(Cipher_decrypt, "decrypt", HPyFunc_KEYWORDS,
-            .doc = "decrypt(nonce, data, associated_data=None) -> bytes\n\n"
+            .doc = "decrypt($self, nonce, data, associated_data=None)\n--\n\n"
                    "Verify and decrypt ciphertext || tag. Raises cb3.DecryptionError if the tag does not\n"
                    "match (or data is shorter than the 32-byte tag); no plaintext is released then.")
 static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -167,7 +167,7 @@ done:
 /* ---- detached tag ---- */
 
 HPyDef_METH(Cipher_encrypt_detached, "encrypt_detached", HPyFunc_KEYWORDS,
-            .doc = "encrypt_detached(nonce, data, associated_data=None) -> tuple[bytes, bytes]\n\n"
+            .doc = "encrypt_detached($self, nonce, data, associated_data=None)\n--\n\n"
                    "Like encrypt() but returns (ciphertext, tag) separately.")
 static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
@@ -212,7 +212,7 @@ done:
 }
 
 HPyDef_METH(Cipher_decrypt_detached, "decrypt_detached", HPyFunc_KEYWORDS,
-            .doc = "decrypt_detached(nonce, data, tag, associated_data=None) -> bytes\n\n"
+            .doc = "decrypt_detached($self, nonce, data, tag, associated_data=None)\n--\n\n"
                    "Verify the 32-byte tag over the ciphertext, then decrypt it.\n"
                    "Raises cb3.DecryptionError on a mismatch.")
 static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -260,7 +260,7 @@ static int check_out_size(HPyContext *ctx, const cb3_buffer *buf, size_t expecte
 }
 
 HPyDef_METH(Cipher_encrypt_into, "encrypt_into", HPyFunc_KEYWORDS,
-            .doc = "encrypt_into(nonce, data, associated_data, buf) -> int\n\n"
+            .doc = "encrypt_into($self, nonce, data, associated_data, buf)\n--\n\n"
                    "Write ciphertext || tag into buf, a writable buffer of exactly len(data) + 32 bytes;\n"
                    "returns the number of bytes written. data may be the start of buf (in place).")
 static HPy Cipher_encrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -297,7 +297,7 @@ done:
 }
 
 HPyDef_METH(Cipher_decrypt_into, "decrypt_into", HPyFunc_KEYWORDS,
-            .doc = "decrypt_into(nonce, data, associated_data, buf) -> int\n\n"
+            .doc = "decrypt_into($self, nonce, data, associated_data, buf)\n--\n\n"
                    "Verify ciphertext || tag and write the plaintext into buf, a writable buffer of exactly\n"
                    "len(data) - 32 bytes; returns the number of bytes written. On any failure buf is left\n"
                    "exactly as it was (the tag is checked before a byte is written).")
@@ -343,7 +343,7 @@ done:
 /* ---- in place ---- */
 
 HPyDef_METH(Cipher_encrypt_in_place, "encrypt_in_place", HPyFunc_KEYWORDS,
-            .doc = "encrypt_in_place(nonce, buf, associated_data=None) -> bytes\n\n"
+            .doc = "encrypt_in_place($self, nonce, buf, associated_data=None)\n--\n\n"
                    "Encrypt the writable buffer buf in place; returns the 32-byte tag.")
 static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
@@ -379,7 +379,7 @@ done:
 }
 
 HPyDef_METH(Cipher_decrypt_in_place, "decrypt_in_place", HPyFunc_KEYWORDS,
-            .doc = "decrypt_in_place(nonce, buf, tag, associated_data=None) -> None\n\n"
+            .doc = "decrypt_in_place($self, nonce, buf, tag, associated_data=None)\n--\n\n"
                    "Verify tag over the writable buffer buf, then decrypt it in place. On a mismatch\n"
                    "raises cb3.DecryptionError and leaves buf unchanged.")
 static HPy Cipher_decrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -432,7 +432,7 @@ static HPyDef *Cipher_defines[] = {
 
 HPyType_Spec cb3_ChaCha20Blake3_spec = {
     .name = "cb3.ChaCha20Blake3",
-    .doc = "ChaCha20Blake3(key, *, max_threads=1)\n\n"
+    .doc = "ChaCha20Blake3(key, *, max_threads=1)\n--\n\n"
            "ChaCha20-BLAKE3, a committing AEAD: 32-byte key, 24-byte nonce (random nonces are safe),\n"
            "32-byte tag. Immutable and safe to share between threads. Bit-for-bit compatible with\n"
            "the Rust crate chacha20-blake3 and the Ruby gem chacha20blake3.\n\n"

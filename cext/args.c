@@ -3,6 +3,7 @@
  * HPyArg_ParseKeywords* silently ignore surplus positional arguments,
  * unknown keywords and duplicates; a crypto API must not (a misspelled
  * `associated_data=` would otherwise authenticate nothing). */
+#include <stdio.h>
 #include <string.h>
 
 #include "cb3ext.h"
@@ -38,24 +39,60 @@ static int put_keyword(HPyContext *ctx, const cb3_argspec *spec, int nnames, HPy
     return cb3_raisef(ctx, ctx->h_TypeError, "%s() got an unexpected keyword argument '%.100s'", spec->function, text);
 }
 
+/* "encrypt(nonce, data, associated_data=...)": the call shape that messages
+ * show, from the spec (required names bare, "/" after positional-only ones,
+ * "*" before keyword-only ones). */
+static void format_signature(const cb3_argspec *spec, int nnames, char *buf, size_t size)
+{
+    int positional = spec->max_positional ? spec->max_positional : nnames;
+    int used = snprintf(buf, size, "%s(", spec->function);
+    for (int i = 0; i < nnames && used >= 0 && (size_t)used < size; i++) {
+        const char *sep = i == 0 ? "" : ", ";
+        used += snprintf(buf + used, size - (size_t)used, "%s%s%s%s%s", sep, i == positional ? "*, " : "",
+                         spec->names[i], i < spec->required ? "" : "=...", i + 1 == spec->positional_only ? ", /" : "");
+    }
+    if (used >= 0 && (size_t)used < size)
+        snprintf(buf + used, size - (size_t)used, ")");
+}
+
 static int start(HPyContext *ctx, const cb3_argspec *spec, size_t nargs, const HPy *args, HPy *out, int *nnames)
 {
     *nnames = count_names(spec);
     int positional = spec->max_positional ? spec->max_positional : *nnames;
-    if (nargs > (size_t)positional)
-        return cb3_raisef(ctx, ctx->h_TypeError, "%s() takes at most %d positional arguments (%zu given)",
-                          spec->function, positional, nargs);
+    if (nargs > (size_t)positional) {
+        /* Name the keyword-only arguments: ChaCha20Blake3(key, 4) is a
+         * max_threads passed positionally. */
+        char signature[160];
+        format_signature(spec, *nnames, signature, sizeof signature);
+        return cb3_raisef(ctx, ctx->h_TypeError, "%s() takes at most %d positional argument%s (%zu given)%s: %s",
+                          spec->function, positional, positional == 1 ? "" : "s", nargs,
+                          *nnames > positional ? "; the arguments after '*' are keyword-only (name=value)" : "",
+                          signature);
+    }
     for (int i = 0; i < *nnames; i++)
         out[i] = i < (int)nargs ? args[i] : HPy_NULL;
     return 0;
 }
 
-static int check_required(HPyContext *ctx, const cb3_argspec *spec, const HPy *out)
+static int check_required(HPyContext *ctx, const cb3_argspec *spec, size_t nargs, const HPy *out)
 {
     for (int i = 0; i < spec->required; i++) {
-        if (HPy_IsNull(out[i]))
-            return cb3_raisef(ctx, ctx->h_TypeError, "%s() missing required argument '%s' (pos %d)", spec->function,
-                              spec->names[i], i + 1);
+        if (!HPy_IsNull(out[i]))
+            continue;
+        /* encrypt(data) binds data to nonce: say where it went and show the order. */
+        char signature[160];
+        format_signature(spec, count_names(spec), signature, sizeof signature);
+        if (nargs == 0 || nargs > (size_t)i)
+            return cb3_raisef(ctx, ctx->h_TypeError, "%s() missing required argument '%s' (pos %d): %s",
+                              spec->function, spec->names[i], i + 1, signature);
+        char taken[96] = "";
+        for (size_t k = 0, used = 0; k < nargs && used < sizeof taken; k++)
+            used += (size_t)snprintf(taken + used, sizeof taken - used, "%s%s", k ? ", " : "", spec->names[k]);
+        return cb3_raisef(ctx, ctx->h_TypeError,
+                          "%s() missing required argument '%s' (pos %d): the %zu positional argument%s given %s "
+                          "taken as %s; the order is %s",
+                          spec->function, spec->names[i], i + 1, nargs, nargs == 1 ? "" : "s",
+                          nargs == 1 ? "was" : "were", taken, signature);
     }
     return 0;
 }
@@ -77,7 +114,7 @@ int cb3_parse_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args, si
                 return -1;
         }
     }
-    return check_required(ctx, spec, out);
+    return check_required(ctx, spec, nargs, out);
 }
 
 int cb3_parse_new_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args, HPy_ssize_t nargs, HPy kw,
@@ -118,7 +155,7 @@ int cb3_parse_new_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args
         if (status < 0)
             return -1;
     }
-    return check_required(ctx, spec, out);
+    return check_required(ctx, spec, nargs, out);
 }
 
 void cb3_close_all(HPyContext *ctx, HPy *handles, int n)

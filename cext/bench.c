@@ -19,7 +19,7 @@ static int int_in_range(HPyContext *ctx, HPy value, const char *name, long long 
 }
 
 HPyDef_METH(bench_reference, "bench_reference", HPyFunc_KEYWORDS,
-            .doc = "bench_reference(mode, message_len, iterations) -> float\n\n"
+            .doc = "bench_reference(mode, message_len, iterations)\n--\n\n"
                    "Seconds taken by `iterations` calls of the crate's encrypt (mode 0), "
                    "encrypt_in_place_detached (1) or decrypt (2) on a message of at most 1 GiB.")
 static HPy bench_reference_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)

@@ -211,10 +211,11 @@ const void *cb3_require_initialized(HPyContext *ctx, const void *inner);
  * or is NULL), __init_subclass__ (a TypeError; PyPy calls it without an
  * instance, so the message is PyPy's "descriptor '__init_subclass__' ...
  * needs an argument", not CPython's "not an acceptable base type"),
- * __reduce_ex__ and __reduce__ (TypeError "cannot pickle").
- * CB3_TYPE_FIXES_DEFS(prefix) lists them in the type's defines. Both are
- * empty on CPython, which needs none of it (CFLAGS=-DCB3_TYPE_FIXES_ON=1
- * compiles them there too, for testing). */
+ * __reduce_ex__ and __reduce__ (TypeError "cannot pickle ...").
+ * CB3_TYPE_FIXES_DEFS(prefix) lists them in the type's defines. On CPython,
+ * which needs none of the rest (CFLAGS=-DCB3_TYPE_FIXES_ON=1 compiles it
+ * there too, for testing), only __reduce_ex__ and __reduce__ remain: they
+ * replace copyreg's bare "cannot pickle" with one that says what to do. */
 #if !defined(CB3_TYPE_FIXES_ON)
 #if defined(PYPY_VERSION)
 #define CB3_TYPE_FIXES_ON 1
@@ -227,6 +228,26 @@ const void *cb3_require_initialized(HPyContext *ctx, const void *inner);
 int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property);
 int cb3_refuse_subclass(HPyContext *ctx, const char *type_name);
 int cb3_refuse_pickle(HPyContext *ctx, const char *type_name);
+
+/* Pickling and copying: refused on every interpreter, with a message that
+ * says what to do instead (cb3_refuse_pickle). */
+#define CB3_NO_PICKLE(prefix, type_name)                                                                      \
+    HPyDef_METH(prefix##_reduce_ex, "__reduce_ex__", HPyFunc_O,                                              \
+                .doc = "Refuses pickling and copying, as on CPython.")                                       \
+    static HPy prefix##_reduce_ex_impl(HPyContext *ctx, HPy self, HPy protocol)                              \
+    {                                                                                                        \
+        (void)self, (void)protocol;                                                                          \
+        cb3_refuse_pickle(ctx, type_name);                                                                   \
+        return HPy_NULL;                                                                                     \
+    }                                                                                                        \
+    HPyDef_METH(prefix##_reduce, "__reduce__", HPyFunc_NOARGS,                                               \
+                .doc = "Refuses pickling and copying, as on CPython.")                                       \
+    static HPy prefix##_reduce_impl(HPyContext *ctx, HPy self)                                               \
+    {                                                                                                        \
+        (void)self;                                                                                          \
+        cb3_refuse_pickle(ctx, type_name);                                                                   \
+        return HPy_NULL;                                                                                     \
+    }
 
 #if CB3_TYPE_FIXES_ON
 #define CB3_TYPE_FIXES(prefix, type_name, property)                                                          \
@@ -256,27 +277,12 @@ int cb3_refuse_pickle(HPyContext *ctx, const char *type_name);
         cb3_refuse_subclass(ctx, type_name);                                                                 \
         return HPy_NULL;                                                                                     \
     }                                                                                                        \
-    HPyDef_METH(prefix##_reduce_ex, "__reduce_ex__", HPyFunc_O,                                              \
-                .doc = "Refuses pickling and copying, as on CPython.")                                       \
-    static HPy prefix##_reduce_ex_impl(HPyContext *ctx, HPy self, HPy protocol)                              \
-    {                                                                                                        \
-        (void)self, (void)protocol;                                                                          \
-        cb3_refuse_pickle(ctx, type_name);                                                                   \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_reduce, "__reduce__", HPyFunc_NOARGS,                                               \
-                .doc = "Refuses pickling and copying, as on CPython.")                                       \
-    static HPy prefix##_reduce_impl(HPyContext *ctx, HPy self)                                               \
-    {                                                                                                        \
-        (void)self; /* object.__reduce__ (copyreg) names the type without its module */                      \
-        cb3_refuse_pickle(ctx, strrchr(type_name, '.') ? strrchr(type_name, '.') + 1 : type_name);           \
-        return HPy_NULL;                                                                                     \
-    }
+    CB3_NO_PICKLE(prefix, type_name)
 #define CB3_TYPE_FIXES_DEFS(prefix) \
     &prefix##_setattr, &prefix##_delattr, &prefix##_init_subclass, &prefix##_reduce_ex, &prefix##_reduce,
 #else
-#define CB3_TYPE_FIXES(prefix, type_name, property)
-#define CB3_TYPE_FIXES_DEFS(prefix)
+#define CB3_TYPE_FIXES(prefix, type_name, property) CB3_NO_PICKLE(prefix, type_name)
+#define CB3_TYPE_FIXES_DEFS(prefix) &prefix##_reduce_ex, &prefix##_reduce,
 #endif
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;

@@ -82,7 +82,7 @@ static void ChaCha_destroy_impl(void *obj)
 /* ---- keystream ---- */
 
 HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
-            .doc = "update(data) -> bytes\n\n"
+            .doc = "update($self, data)\n--\n\n"
                    "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
                    "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
                    "overflow.")
@@ -115,7 +115,7 @@ done:
 }
 
 HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
-            .doc = "update_into(data, out) -> int\n\n"
+            .doc = "update_into($self, data, out)\n--\n\n"
                    "Like update(), writing the result into the writable buffer out (at least len(data)\n"
                    "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
 static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -151,7 +151,7 @@ done:
 }
 
 HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
-            .doc = "xor_in_place(buf) -> None\n\n"
+            .doc = "xor_in_place($self, buf)\n--\n\n"
                    "XOR the writable buffer buf with the next len(buf) keystream bytes, in place.")
 static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
@@ -256,7 +256,7 @@ done:
 }
 
 HPyDef_METH(ChaCha_seek, "seek", HPyFunc_KEYWORDS,
-            .doc = "seek(position) -> None\n\n"
+            .doc = "seek($self, position)\n--\n\n"
                    "Move to keystream byte position, counted from block 0 (a cipher made with counter=c\n"
                    "starts at 64 * c). At most the end of the keystream: 2**38 bytes with a 12- or 24-byte\n"
                    "nonce, 2**70 with an 8-byte nonce.")
@@ -324,7 +324,7 @@ static HPyDef *ChaCha_defines[] = {
 
 HPyType_Spec cb3_ChaCha20_spec = {
     .name = "cb3.chacha20.ChaCha20",
-    .doc = "ChaCha20(key, nonce, *, counter=0, rounds=20)\n\n"
+    .doc = "ChaCha20(key, nonce, *, counter=0, rounds=20)\n--\n\n"
            "The raw ChaCha stream cipher (no authentication: see cb3.ChaCha20Blake3 for an AEAD).\n"
            "key is 32 bytes; the nonce length picks the variant:\n"
            "- 8 bytes: the original (DJB) layout with a 64-bit block counter;\n"
@@ -341,7 +341,7 @@ HPyType_Spec cb3_ChaCha20_spec = {
 /* ---- HChaCha20 ---- */
 
 HPyDef_METH(cb3_hchacha20_def, "hchacha20", HPyFunc_KEYWORDS,
-            .doc = "hchacha20(key, nonce) -> bytes\n\n"
+            .doc = "hchacha20(key, nonce)\n--\n\n"
                    "HChaCha20 (draft-irtf-cfrg-xchacha section 2.2): the 32-byte subkey derived from a\n"
                    "32-byte key and a 16-byte nonce.")
 static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)

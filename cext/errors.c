@@ -93,8 +93,14 @@ int cb3_refuse_subclass(HPyContext *ctx, const char *type_name)
 
 int cb3_refuse_pickle(HPyContext *ctx, const char *type_name)
 {
-    /* What object.__reduce_ex__ (copyreg) raises on CPython. */
-    return cb3_raisef(ctx, ctx->h_TypeError, "cannot pickle '%s' object", type_name);
+    /* copyreg's "cannot pickle 'X' object", plus what to do instead: the
+     * object holds key material or secret-dependent state that must not be
+     * serialised by accident (multiprocessing pickles every argument). */
+    const char *hint = strcmp(type_name, "cb3.blake3") == 0
+                           ? "hash in the worker (or send it the data or the digest); for keyed hashing pass the key "
+                             "to the worker and build the hasher there"
+                           : "pass the key to the worker and build the cipher there";
+    return cb3_raisef(ctx, ctx->h_TypeError, "cannot pickle '%s' object: %s", type_name, hint);
 }
 
 const void *cb3_require_initialized(HPyContext *ctx, const void *inner)

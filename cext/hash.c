@@ -190,7 +190,7 @@ static void Blake3_destroy_impl(void *obj)
 /* ---- input ---- */
 
 HPyDef_METH(Blake3_update, "update", HPyFunc_O,
-            .doc = "update(data, /) -> self\n\n"
+            .doc = "update($self, data, /)\n--\n\n"
                    "Add input bytes to the hasher (any bytes-like object). Returns the hasher, so calls\n"
                    "can be chained. The GIL is released for inputs of 2048 bytes or more; with\n"
                    "max_threads != 1, inputs of 128 KiB or more are hashed on several threads.")
@@ -237,7 +237,7 @@ static void raise_os_error(HPyContext *ctx, int os_error, HPy path)
 }
 
 HPyDef_METH(Blake3_update_mmap, "update_mmap", HPyFunc_KEYWORDS,
-            .doc = "update_mmap(path) -> self\n\n"
+            .doc = "update_mmap($self, path)\n--\n\n"
                    "Add the contents of the file at path (a str or os.PathLike[str]), memory-mapped when it\n"
                    "is a regular file of 16 KiB or more, read otherwise; on several threads when\n"
                    "max_threads != 1. Raises OSError (FileNotFoundError, IsADirectoryError, ...).\n"
@@ -310,7 +310,7 @@ static int output_args(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnam
 }
 
 HPyDef_METH(Blake3_digest, "digest", HPyFunc_KEYWORDS,
-            .doc = "digest(length=32, *, seek=0) -> bytes\n\n"
+            .doc = "digest($self, length=32, *, seek=0)\n--\n\n"
                    "Finalize and return length bytes of output, starting at output byte seek (BLAKE3 is an\n"
                    "extendable-output function: shorter outputs are prefixes of longer ones). The hasher is\n"
                    "not changed: more input may follow.")
@@ -337,7 +337,7 @@ static HPy Blake3_digest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t
 }
 
 HPyDef_METH(Blake3_hexdigest, "hexdigest", HPyFunc_KEYWORDS,
-            .doc = "hexdigest(length=32, *, seek=0) -> str\n\n"
+            .doc = "hexdigest($self, length=32, *, seek=0)\n--\n\n"
                    "Like digest(), as a string of 2 * length lowercase hex digits.")
 static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
@@ -367,7 +367,7 @@ static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, siz
 /* ---- state ---- */
 
 HPyDef_METH(Blake3_copy, "copy", HPyFunc_NOARGS,
-            .doc = "copy() -> blake3\n\n"
+            .doc = "copy($self)\n--\n\n"
                    "Return an independent hasher with the same state (and thread setting): an efficient way\n"
                    "to hash several inputs that share a prefix.")
 static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
@@ -393,7 +393,7 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
 }
 
 HPyDef_METH(Blake3_reset, "reset", HPyFunc_NOARGS,
-            .doc = "reset() -> None\n\n"
+            .doc = "reset($self)\n--\n\n"
                    "Return the hasher to its initial state (same mode, key or context and threads). Input\n"
                    "given to the constructor is not replayed.")
 static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
@@ -417,7 +417,7 @@ static HPyDef *Blake3_defines[] = {
 
 HPyType_Spec cb3_blake3_spec = {
     .name = "cb3.blake3",
-    .doc = "blake3(data=b'', /, *, key=None, derive_key_context=None, max_threads=1, usedforsecurity=True)\n\n"
+    .doc = "blake3(data=None, /, *, key=None, derive_key_context=None, max_threads=1, usedforsecurity=True)\n--\n\n"
            "An incremental BLAKE3 hasher with the interface of blake3-py (and hashlib): update(),\n"
            "update_mmap(), digest(length=32, *, seek=0), hexdigest(), copy(), reset().\n\n"
            "- data: initial input, as if passed to update().\n"
@@ -489,7 +489,7 @@ done:
 }
 
 HPyDef_METH(cb3_hash_def, "hash", HPyFunc_KEYWORDS,
-            .doc = "hash(data, length=32) -> bytes\n\n"
+            .doc = "hash(data, length=32)\n--\n\n"
                    "The BLAKE3 hash of data: length output bytes (32 is the standard digest).")
 static HPy cb3_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
@@ -498,7 +498,7 @@ static HPy cb3_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t 
 }
 
 HPyDef_METH(cb3_keyed_hash_def, "keyed_hash", HPyFunc_KEYWORDS,
-            .doc = "keyed_hash(key, data, length=32) -> bytes\n\n"
+            .doc = "keyed_hash(key, data, length=32)\n--\n\n"
                    "Keyed BLAKE3 (a MAC / PRF) of data under a 32-byte key: length output bytes.")
 static HPy cb3_keyed_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
@@ -507,7 +507,7 @@ static HPy cb3_keyed_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, s
 }
 
 HPyDef_METH(cb3_derive_key_def, "derive_key", HPyFunc_KEYWORDS,
-            .doc = "derive_key(context, material, length=32) -> bytes\n\n"
+            .doc = "derive_key(context, material, length=32)\n--\n\n"
                    "BLAKE3 key derivation: length bytes derived from the key material under context, a str\n"
                    "that should be hardcoded, globally unique and application-specific.")
 static HPy cb3_derive_key_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)

@@ -2,7 +2,7 @@
  * loads the exception classes that cb3/errors.py defines. */
 #include "cb3ext.h"
 
-HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "The version of the Rust core (rustlib).")
+HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "version()\n--\n\nThe version of the Rust core (rustlib).")
 static HPy version_impl(HPyContext *ctx, HPy self)
 {
     (void)self;
@@ -10,7 +10,7 @@ static HPy version_impl(HPyContext *ctx, HPy self)
 }
 
 HPyDef_METH(simd_backend, "simd_backend", HPyFunc_NOARGS,
-            .doc = "The widest SIMD instruction set the BLAKE3/ChaCha cores use on this CPU.")
+            .doc = "simd_backend()\n--\n\nThe widest SIMD instruction set the BLAKE3/ChaCha cores use on this CPU.")
 static HPy simd_backend_impl(HPyContext *ctx, HPy self)
 {
     (void)self;

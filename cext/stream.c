@@ -106,7 +106,7 @@ done:
 }
 
 HPyDef_METH(Stream_encrypt, "encrypt", HPyFunc_KEYWORDS,
-            .doc = "encrypt(data, associated_data=None) -> bytes\n\n"
+            .doc = "encrypt($self, data, associated_data=None)\n--\n\n"
                    "Encrypt the next message (ciphertext || tag) under this message's nonce, then advance.\n"
                    "Raises OverflowError, forever, once 2**64 - 1 messages have been sent.")
 static HPy Stream_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -116,7 +116,7 @@ static HPy Stream_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
 }
 
 HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
-            .doc = "decrypt(data, associated_data=None) -> bytes\n\n"
+            .doc = "decrypt($self, data, associated_data=None)\n--\n\n"
                    "Verify and decrypt the next message. The index advances only if the tag verifies;\n"
                    "after cb3.DecryptionError the right message can still be decrypted.")
 static HPy Stream_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
@@ -145,7 +145,7 @@ static HPyDef *Stream_defines[] = {
 
 HPyType_Spec cb3_Stream_spec = {
     .name = "cb3.Stream",
-    .doc = "Stream(key, nonce, *, message_index=0)\n\n"
+    .doc = "Stream(key, nonce, *, message_index=0)\n--\n\n"
            "A sequence of ChaCha20-BLAKE3 messages under one key: message i uses the nonce\n"
            "nonce[:16] + (int.from_bytes(nonce[16:], 'little') + i mod 2**64).to_bytes(8, 'little'),\n"
            "the schedule of the Ruby gem chacha20blake3. Each call holds a lock. Truncation (dropped\n"

@@ -5,8 +5,11 @@
 #   3. CPython 3.11, hybrid ABI under HPy's debug mode (handle leaks, use after close)
 #   4. bounded fuzzing (scripts/fuzz.sh; DURATION seconds per target, default 20)
 #   5. ASan + UBSan and valgrind runs (scripts/sanitize.sh)
-#   6. PyPy 3.11 (scripts/pypy.sh), when present
-# Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1 to skip step 6)
+#   6. the sdist: contents, install in a fresh venv, tests from the unpacked tree
+#      and examples/downstream (scripts/sdist-check.sh)
+#   7. PyPy 3.11 (scripts/pypy.sh), when present
+# Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1 to skip step 7)
+# Disk: about 2.5 GB outside the tracked files (README, "Running the tests").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -78,6 +81,9 @@ CB3_PYTHON="$WORK/venv/bin/python" CB3_FUZZ_DIR="$WORK/fuzz" CB3_TOOLS_DIR="$TOO
 
 step "sanitizers: ASan + UBSan, valgrind memcheck (scripts/sanitize.sh)"
 CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" PYTHON="$PYTHON" bash scripts/sanitize.sh
+
+step "sdist: contents, fresh-venv install, tests from the unpacked tree (scripts/sdist-check.sh)"
+CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" PYTHON="$PYTHON" bash scripts/sdist-check.sh
 
 if [[ -x scripts/pypy.sh && -z "${CB3_SKIP_PYPY:-}" ]]; then
     step "PyPy 3.11"

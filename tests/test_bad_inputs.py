@@ -848,7 +848,7 @@ def structure_cases(api: Api) -> list[Case]:
         return v.fn, [*args, b"surplus"], kwargs
 
     case("surplus-positional", surplus,
-         r"takes (at most \d+ positional arguments|0 positional arguments but|no arguments)")
+         r"takes (at most \d+ positional arguments?|0 positional arguments but|no arguments)")
     typos = ["associated_date", "aad", "Nonce", "nonce_", "buffer", "out", "keys", "data_", "x"]
     for typo in (t for t in typos if t not in names):
         def unknown(v: Valid, t: str = typo) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
@@ -877,7 +877,7 @@ def structure_cases(api: Api) -> list[Case]:
                 values = [v.args[n] for n in positional_names]
                 return v.fn, [*values, 1], {}
 
-            case(f"keyword-only-{p.name}-positionally", as_positional, r"takes at most \d+ positional arguments")
+            case(f"keyword-only-{p.name}-positionally", as_positional, r"takes at most \d+ positional arguments? .*keyword-only")
         if p.required:
             def missing(v: Valid, p: Param = p) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
                 return v.fn, [], {n: x for n, x in v.args.items() if n != p.name}

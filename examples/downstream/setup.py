@@ -3,6 +3,7 @@
 Build it against the installed cb3 (cb3 must be importable at build time,
 hence no build isolation):
 
+    pip install -r requirements-build.txt     # setuptools >= 70.1
     pip install --no-build-isolation .
     # or: python setup.py build_ext --inplace
 """

@@ -1,0 +1,153 @@
+"""`python -m cb3`: argparse subcommands, --help/-h/--version, exit codes,
+the C-API flags with and without `config`, a closed pipe, and `bench`
+naming the peers that are missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cb3
+import cb3.capi
+from cb3.__main__ import COMMANDS, build_parser, main
+
+# The subprocesses must import the cb3 under test (see test_b3sum.py).
+CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
+ENV = {**os.environ, "PYTHONPATH": CB3_PARENT}
+SUBCOMMANDS = ["selftest", "bench", "b3sum", "config"]
+
+
+def python_m_cb3(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cb3", *argv], cwd=cwd, env=ENV, capture_output=True, text=True, check=False, **kwargs
+    )
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help(tmp_path, flag):
+    result = python_m_cb3(flag, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    out = result.stdout
+    assert out.startswith("usage: python -m cb3 ")
+    for command in SUBCOMMANDS:
+        assert f"\n    {command} " in out, command
+    for flag in ("--cflags", "--libs", "--includedir", "--libdir", "--pkgconfigdir", "--version"):
+        assert flag in out.split("commands:")[0], flag  # in the usage line and the options
+    assert "exit status:\n  0  success\n  1  failure" in out and "  2  usage error" in out
+
+
+def test_version(tmp_path):
+    result = python_m_cb3("--version", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"cb3 {cb3.__version__} (rustlib ")
+    assert f"HPy ABI {cb3.HPY_ABI}" in result.stdout
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_help_of_each_command(capsys, command):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    prog = "b3sum" if command == "b3sum" else f"python -m cb3 {command}"
+    assert out.startswith(f"usage: {prog}"), out[:200]
+
+
+def test_every_command_is_registered_by_its_module():
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if a.dest == "command"]
+    assert list(subparsers.choices) == SUBCOMMANDS
+    assert len(COMMANDS) == len(SUBCOMMANDS)
+    for name, sub in subparsers.choices.items():
+        assert callable(sub.get_default("func")), name
+
+
+def test_usage_errors_exit_2(capsys):
+    assert main(["no-such-command"]) == 2
+    assert "invalid choice: 'no-such-command'" in capsys.readouterr().err
+    assert main(["selftest", "--bogus"]) == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+    assert main(["--cflags", "bench"]) == 2
+    assert "C API flags go alone or after `config`" in capsys.readouterr().err
+
+
+def test_default_command_is_selftest(tmp_path):
+    default = python_m_cb3(cwd=tmp_path)
+    assert (default.returncode, default.stderr) == (0, "")
+    quick = python_m_cb3("selftest", "--no-throughput", cwd=tmp_path)
+    assert (quick.returncode, quick.stderr) == (0, "")
+    assert quick.stdout.splitlines()[-1] == "known-answer tests: 3 passed"
+    assert default.stdout.startswith(quick.stdout)
+    assert "encrypt throughput" in default.stdout
+
+
+def test_selftest_failure_exits_1(capsys, monkeypatch):
+    from cb3 import selftest
+
+    def broken() -> int:
+        raise AssertionError("vector 1: encrypt gave 00")
+
+    monkeypatch.setattr(selftest, "run", broken)
+    assert main(["selftest", "--no-throughput"]) == 1
+    assert "known-answer tests: FAILED: vector 1" in capsys.readouterr().err
+
+
+def test_closed_pipe_is_quiet(tmp_path):
+    """`python -m cb3 | head -1`: no BrokenPipeError traceback, exit status 1."""
+    # -u: every line is written when printed (as on a terminal), so the
+    # throughput lines, tens of ms apart, meet the closed pipe; block-buffered
+    # output this short would go out in one write at exit, before the close.
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-m", "cb3"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()  # what `head -1` does after its line
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1
+    assert first.startswith(b"cb3 ")
+    assert err == "", err
+
+
+def test_c_api_flags_with_and_without_config(capsys):
+    libs = " ".join(cb3.capi.get_libs())
+    assert main(["--cflags", "--libs"]) == 0
+    assert capsys.readouterr().out == f"-I{cb3.get_include()} {libs}\n"
+    assert main(["config", "--cflags", "--libs"]) == 0
+    assert capsys.readouterr().out == f"-I{cb3.get_include()} {libs}\n"
+    assert main(["config"]) == 0  # no flag: both
+    assert capsys.readouterr().out == f"-I{cb3.get_include()} {libs}\n"
+    assert main(["--pkgconfigdir", "--includedir", "--libdir"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        cb3.capi.get_pkgconfig_dir(),
+        cb3.get_include(),
+        cb3.get_library_dir(),
+    ]
+
+
+def test_b3sum_arguments_pass_through(tmp_path, capsysbinary, monkeypatch):
+    (tmp_path / "-odd name").write_bytes(b"hello")
+    monkeypatch.chdir(tmp_path)
+    assert main(["b3sum", "--no-names", "-l", "4", "--", "-odd name"]) == 0
+    assert capsysbinary.readouterr().out == cb3.hash(b"hello", 4).hex().encode() + b"\n"
+    assert main(["b3sum", "--check", "missing-file"]) == 1
+
+
+def test_bench_names_missing_peers(tmp_path):
+    code = (
+        "import sys\n"
+        "for name in ('cryptography', 'nacl', 'Crypto', 'blake3'): sys.modules[name] = None\n"
+        "from cb3.__main__ import main\n"
+        "sys.exit(main(['bench', '--quick', '--sizes', '64', '--rounds', '1', '--only', 'cb3 encrypt_into']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "cb3 encrypt_into" in result.stdout
+    assert "not installed, so not compared: cryptography (" in result.stderr
+    for dist in ("PyNaCl", "pycryptodome", "blake3"):
+        assert dist in result.stderr
+    assert "-m pip install cryptography PyNaCl pycryptodome blake3" in result.stderr
