@@ -426,13 +426,28 @@ class DecryptingReader(io.BufferedIOBase):
             return done, StreamError(f"data after the final chunk (chunk {index}): bytes were appended to the stream")
         return done, StreamError(_FAILED.format(index=first))  # not reached: the batch failed somewhere
 
+    def _ensure(self) -> bool:
+        """True once the buffer holds plaintext, False at the end; raises
+        the stream's error (again, on every call) when it is reached."""
+        while self._plain_pos >= self._plain_len:
+            if self._error is not None:
+                raise self._error
+            if self._done:
+                return False
+            self._fill()
+        return True
+
     def _fill(self) -> None:
-        """Decrypts the next batch of chunks into the plaintext buffer."""
-        if self._error is not None:
-            error, self._error = self._error, None
-            self._done = True
-            raise error
-        if self._done:
+        """Decrypts the next batch of chunks into the plaintext buffer. A
+        failure is kept in _error, raised once the data before it is read."""
+        try:
+            self._fill_batch()
+        except StreamError as error:
+            self._plain_len = self._plain_pos = 0
+            self._error = error
+
+    def _fill_batch(self) -> None:
+        if self._done or self._error is not None:
             return
         if self._reposition:
             self._file.seek(self._start + STREAM_HEADER_SIZE + self._index * self._piece)
@@ -458,18 +473,16 @@ class DecryptingReader(io.BufferedIOBase):
         self._plain_len, self._plain_pos = n, 0
         self._index += -(-length // self._piece)
         if last:
-            self._done = self._error is None
+            self._done = True
         else:
             self._raw[0] = self._raw[want - 1]
             self._carry = 1
-        if n == 0 and self._error is not None:
-            self._fill()
 
     def _next_batch(self) -> memoryview:
         """The plaintext of the next batch (empty at the end): for the file
         helpers, which write it out without another copy."""
-        if self._plain_pos >= self._plain_len:
-            self._fill()
+        if not self._ensure():
+            return self._plain_view[:0]
         view = self._plain_view[self._plain_pos : self._plain_len]
         self._position += len(view)
         self._plain_pos = self._plain_len
@@ -482,11 +495,14 @@ class DecryptingReader(io.BufferedIOBase):
             done = 0
             while done < len(view):
                 if self._plain_pos >= self._plain_len:
-                    if self._done and self._error is None:
-                        break
-                    self._fill()
-                    if self._plain_pos >= self._plain_len:
-                        break
+                    if not done:
+                        if not self._ensure():
+                            break
+                    elif self._done or self._error is not None:
+                        break  # return what verified; the error comes with the next read
+                    else:
+                        self._fill()
+                        continue
                 take = min(len(view) - done, self._plain_len - self._plain_pos)
                 view[done : done + take] = self._plain_view[self._plain_pos : self._plain_pos + take]
                 self._plain_pos += take
@@ -496,8 +512,7 @@ class DecryptingReader(io.BufferedIOBase):
 
     def readinto1(self, buffer: Any) -> int:  # type: ignore[override]
         self._check_open()
-        if self._plain_pos >= self._plain_len and not (self._done and self._error is None):
-            self._fill()
+        self._ensure()
         with memoryview(buffer) as raw:
             view = raw.cast("B")
             take = min(len(view), self._plain_len - self._plain_pos)
