@@ -3,6 +3,7 @@ throughput line per message size.
 
 Subcommands: `python -m cb3 bench` (side-by-side comparison with peers);
 `python -m cb3 b3sum ...` (a b3sum-compatible command, cb3/b3sum.py);
+`python -m cb3 encrypt|decrypt ...` (files of any size, cb3/cli_files.py);
 `--cflags`, `--libs`, `--includedir`, `--libdir`, `--pkgconfigdir` print what
 a C build needs to use cb3's header and static library (cb3/capi.py).
 """
@@ -75,7 +76,11 @@ def main(argv: list[str]) -> int:
         from cb3 import b3sum
 
         return b3sum.main(rest)
-    print(f"usage: python -m cb3 [bench ... | b3sum ... | --cflags | --libs]\nunknown command: {command}", file=sys.stderr)
+    if command in ("encrypt", "decrypt"):
+        from cb3 import cli_files
+
+        return cli_files.main(argv)
+    print(f"usage: python -m cb3 [bench ... | b3sum ... | encrypt ... | decrypt ... | --cflags | --libs]\nunknown command: {command}", file=sys.stderr)
     return 2
 
 
