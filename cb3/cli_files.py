@@ -68,12 +68,21 @@ def _chunk_size(text: str) -> int:
     return value
 
 
+class _RefuseKeyArgument(argparse.Action):
+    """--key VALUE: refused with an explanation (a key on the command line is
+    visible to every user in the process list and lands in shell history)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        parser.error("keys are never read from the command line (other users can see it): use --key-file or --key-env")
+
+
 def add_parser(subparsers: Any) -> None:
     """Registers `encrypt` and `decrypt` on an argparse subparsers object."""
     for name in ("encrypt", "decrypt"):
         verb = "Encrypt" if name == "encrypt" else "Decrypt and verify"
         parser = subparsers.add_parser(
             name,
+            allow_abbrev=False,
             help=f"{verb} a file of any size (cb3 chunked stream format)",
             description=f"{verb} a file or pipe in cb3's chunked stream format (docs/stream-format.md). "
             "Exit status: 0 ok, 1 invalid or tampered stream / wrong key, 2 usage, 3 I/O error, 130 interrupted.",
@@ -83,6 +92,7 @@ def add_parser(subparsers: Any) -> None:
         keys = parser.add_mutually_exclusive_group(required=True)
         keys.add_argument("--key-file", metavar="PATH", help="file holding the key: 32 raw bytes or 64 hex digits")
         keys.add_argument("--key-env", metavar="NAME", help="environment variable holding the key as 64 hex digits")
+        parser.add_argument("--key", action=_RefuseKeyArgument, nargs="?", help=argparse.SUPPRESS)
         parser.add_argument(
             "--associated-data",
             metavar="TEXT",
