@@ -27,7 +27,10 @@ import os
 import struct
 import tempfile
 from contextlib import contextmanager
-from typing import IO, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Union, cast
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 from . import _cb3
 from .errors import DecryptionError, StreamError, StreamHeaderError, StreamTruncatedError
@@ -61,7 +64,25 @@ _FAILED = (
     "a modified, reordered, dropped, duplicated or spliced chunk, or a stream cut inside this chunk"
 )
 
-Source = Any  # a binary file object (read/readinto), typed loosely as io does
+
+
+class ReadableFile(Protocol):
+    """What the reading side needs: a binary file object (readinto is used
+    when present; seekable/tell/seek for random access)."""
+
+    def read(self, size: int = ..., /) -> bytes | None: ...
+
+
+class WritableFile(Protocol):
+    """What the writing side needs: a binary file object (flush is called
+    when present)."""
+
+    def write(self, data: memoryview, /) -> int | None: ...
+
+
+PathOrReadable = Union[str, "os.PathLike[str]", ReadableFile]
+PathOrWritable = Union[str, "os.PathLike[str]", WritableFile]
+Source = Any  # inside: the file objects are used duck-typed, as io does
 
 
 def encode_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
@@ -159,15 +180,15 @@ class EncryptingWriter(io.BufferedIOBase):
 
     def __init__(
         self,
-        file: IO[bytes],
-        key: Any,
+        file: WritableFile,
+        key: Buffer,
         *,
-        associated_data: Any = None,
+        associated_data: Buffer | None = None,
         chunk_size: int = STREAM_CHUNK_SIZE,
         max_threads: int = 1,
         _nonce_prefix: bytes | None = None,
     ) -> None:
-        self._file = file
+        self._file: Source = cast(Any, file)
         self._sealed = True  # until the header is written: nothing to seal on close
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool):
             raise TypeError("chunk_size must be an int")
@@ -224,7 +245,7 @@ class EncryptingWriter(io.BufferedIOBase):
             raise
         self._index += max(1, -(-len(data) // self._chunk_size))
 
-    def write(self, data: Any) -> int:  # type: ignore[override]
+    def write(self, data: Buffer) -> int:
         """Encrypts ``data`` (any bytes-like object); returns len(data)."""
         self._check_open()
         if self._broken:
@@ -336,13 +357,13 @@ class DecryptingReader(io.BufferedIOBase):
     """
 
     def __init__(
-        self, file: IO[bytes], key: Any, *, associated_data: Any = None, max_threads: int = 1
+        self, file: ReadableFile, key: Buffer, *, associated_data: Buffer | None = None, max_threads: int = 1
     ) -> None:
-        self._file = file
+        self._file: Source = cast(Any, file)
         threads = _threads(max_threads)
         try:
-            self._seekable = bool(file.seekable())
-            self._start = file.tell() if self._seekable else 0
+            self._seekable = bool(self._file.seekable())
+            self._start = self._file.tell() if self._seekable else 0
         except (AttributeError, OSError, ValueError):
             self._seekable, self._start = False, 0
         header = bytearray(STREAM_HEADER_SIZE)
@@ -488,7 +509,7 @@ class DecryptingReader(io.BufferedIOBase):
         self._plain_pos = self._plain_len
         return view
 
-    def readinto(self, buffer: Any) -> int:  # type: ignore[override]
+    def readinto(self, buffer: Buffer) -> int:
         self._check_open()
         with memoryview(buffer) as raw:
             view = raw.cast("B")
@@ -510,7 +531,7 @@ class DecryptingReader(io.BufferedIOBase):
             self._position += done
             return done
 
-    def readinto1(self, buffer: Any) -> int:  # type: ignore[override]
+    def readinto1(self, buffer: Buffer) -> int:
         self._check_open()
         self._ensure()
         with memoryview(buffer) as raw:
@@ -524,7 +545,7 @@ class DecryptingReader(io.BufferedIOBase):
     def read(self, size: int | None = -1) -> bytes:
         self._check_open()
         if size is None or size < 0:
-            parts = []
+            parts: list[bytes] = []
             while True:
                 part = self.read1(len(self._plain) or 1)
                 if not part:
@@ -633,14 +654,14 @@ class DecryptingReader(io.BufferedIOBase):
 
 
 @contextmanager
-def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[io.BufferedWriter]:
     """A temporary file next to ``path`` that replaces ``path`` (fsync, then
     rename) only if the block completes; otherwise it is removed."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=".cb3-", suffix=".part", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as out:
+        with open(fd, "wb") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
@@ -663,7 +684,7 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
 
 @contextmanager
 def _opened(target: Any, mode: str) -> Iterator[Any]:
-    if isinstance(target, (str, bytes, os.PathLike)):
+    if isinstance(target, (str, os.PathLike)):
         if mode == "wb":
             with atomic_output(target) as f:
                 yield f
@@ -675,11 +696,11 @@ def _opened(target: Any, mode: str) -> Iterator[Any]:
 
 
 def encrypt_file(
-    key: Any,
-    src: Any,
-    dst: Any,
+    key: Buffer,
+    src: PathOrReadable,
+    dst: PathOrWritable,
     *,
-    associated_data: Any = None,
+    associated_data: Buffer | None = None,
     chunk_size: int = STREAM_CHUNK_SIZE,
     max_threads: int = 1,
     progress: Callable[[int], None] | None = None,
@@ -728,11 +749,11 @@ def encrypt_file(
 
 
 def decrypt_file(
-    key: Any,
-    src: Any,
-    dst: Any,
+    key: Buffer,
+    src: PathOrReadable,
+    dst: PathOrWritable,
     *,
-    associated_data: Any = None,
+    associated_data: Buffer | None = None,
     max_threads: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> int:
