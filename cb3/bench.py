@@ -8,6 +8,10 @@ skipped. The raw-Rust column times the `chacha20-blake3` crate itself through
 `cb3._cb3.bench_reference`, in the same process.
 
     python -m cb3 bench [--quick] [--sizes 64,1024,...] [--rounds N] [--json FILE]
+    python -m cb3 bench --files [--file-size 256M] [--sparse-size 2G] [--dir DIR]
+
+The full run (no --quick, --sizes or --only) ends with the file rows
+(cb3/bench_files.py): a file encrypted and decrypted end to end on tmpfs.
 """
 
 import argparse
@@ -290,12 +294,25 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds per case (default 5; quick: 2)")
     parser.add_argument("--only", help="comma-separated words: run only cases whose name contains one")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--files", action="store_true", help="only the file rows (cb3/bench_files.py)")
+    parser.add_argument("--file-size", default="256M", help="file rows: the file size (default 256M)")
+    parser.add_argument("--sparse-size", default="2G", help="file rows: the sparse file for peak RSS (default 2G; 0: skip)")
+    parser.add_argument("--dir", help="file rows: where the files go (default /dev/shm)")
     args = parser.parse_args(argv)
+    if args.files:
+        from cb3 import bench_files
+
+        return bench_files.main(args.file_size, args.sparse_size, args.rounds or 3, args.dir)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = args.rounds or (2 if args.quick else 5)
     budget = 0.005 if args.quick else 0.1
     results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None)
     print(report(results))
+    if not (args.quick or args.sizes or args.only):
+        from cb3 import bench_files
+
+        print()
+        bench_files.main(args.file_size, args.sparse_size, min(rounds, 3), args.dir)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(
