@@ -88,6 +88,14 @@ def test_vectors_file_is_what_the_reference_computes() -> None:
     assert json.loads(DATA.read_text()) == make_vectors()
 
 
+def test_format_document_lists_the_vectors() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "stream-format.md").read_text()
+    flat = "".join(line.strip() for line in doc.splitlines())
+    for vector in json.loads(DATA.read_text()):
+        assert vector["stream"] in flat, vector["name"]
+        assert f"**{vector['name']}**: chunk size {vector['chunk_size']}" in doc
+
+
 @pytest.mark.parametrize("vector", json.loads(DATA.read_text()), ids=lambda v: v["name"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_vectors(vector: dict[str, Any], threads: int) -> None:
