@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import io
 import os
+import queue
 import struct
 import tempfile
+import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Union, cast
 
@@ -234,12 +236,19 @@ class EncryptingWriter(io.BufferedIOBase):
         if self.closed:
             raise ValueError("I/O operation on closed file.")
 
-    def _seal(self, data: memoryview, last: bool) -> None:
+    def _seal(self, data: memoryview, last: bool, background: _BackgroundWriter | None = None) -> None:
+        """Seals `data` as the next chunks and writes them (through
+        `background`, when given, from one of its buffers)."""
         if self._broken:
             raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
         try:
-            n = self._chunked.seal_into(self._index, last, data, self._out)
-            _write_all(self._file, self._out_view[:n])
+            if background is None:
+                n = self._chunked.seal_into(self._index, last, data, self._out)
+                _write_all(self._file, self._out_view[:n])
+            else:
+                out = background.buffer()
+                n = self._chunked.seal_into(self._index, last, data, out)
+                background.submit(out, n)
         except BaseException:
             self._broken = True
             raise
@@ -509,6 +518,19 @@ class DecryptingReader(io.BufferedIOBase):
         self._plain_pos = self._plain_len
         return view
 
+    def _take_batch(self, replacement: bytearray) -> tuple[bytearray, int, int]:
+        """Like _next_batch, but hands over the buffer that holds the batch
+        (buffer, start, end) and decrypts the following ones into
+        `replacement` (same size): for a background writer."""
+        if not self._ensure():
+            return self._plain, 0, 0
+        taken, start, end = self._plain, self._plain_pos, self._plain_len
+        self._position += end - start
+        self._plain = replacement
+        self._plain_view = memoryview(replacement)
+        self._plain_pos = self._plain_len = 0
+        return taken, start, end
+
     def readinto(self, buffer: Buffer) -> int:
         self._check_open()
         with memoryview(buffer) as raw:
@@ -653,6 +675,63 @@ class DecryptingReader(io.BufferedIOBase):
 # ---- one-call helpers ---------------------------------------------------------
 
 
+class _BackgroundWriter:
+    """Writes batches to `sink` on a thread of its own while the caller reads
+    and seals or opens the next ones (the GIL is released during both the
+    write system calls and cb3's chunk work), for max_threads > 1. Buffers
+    circulate: buffer() gives a free one, submit() queues it for writing and
+    it comes back free afterwards. A write error is raised by the next
+    buffer(), submit() or close()."""
+
+    def __init__(self, sink: Source, size: int, count: int = 3) -> None:
+        self._sink = sink
+        self._size = size
+        self._buffers = [bytearray(size) for _ in range(count)]
+        self._free: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
+        for buffer in self._buffers:
+            self._free.put(buffer)
+        self._todo: queue.SimpleQueue[tuple[bytearray, int, int] | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="cb3-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._todo.get()
+            if item is None:
+                return
+            buffer, start, end = item
+            if self._error is None:
+                try:
+                    _write_all(self._sink, memoryview(buffer)[start:end])
+                except BaseException as error:  # handed to the caller's thread
+                    self._error = error
+            self._free.put(buffer)
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def buffer(self) -> bytearray:
+        self._check()
+        buffer = self._free.get()
+        self._check()
+        return buffer
+
+    def submit(self, buffer: bytearray, end: int, start: int = 0) -> None:
+        self._check()
+        self._todo.put((buffer, start, end))
+
+    def close(self, wipe: bool = False) -> None:
+        """Waits for the queued writes; raises the first write error."""
+        self._todo.put(None)
+        self._thread.join()
+        if wipe:  # plaintext (decrypt_file)
+            for buffer in self._buffers:
+                buffer[:] = bytes(len(buffer))
+        self._check()
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike[str]) -> Iterator[io.BufferedWriter]:
     """A temporary file next to ``path`` that replaces ``path`` (fsync, then
@@ -724,23 +803,28 @@ def encrypt_file(
             # Whole batches straight from a read buffer: one byte of lookahead
             # tells whether more follows (the final chunk is sealed last).
             capacity = len(writer._pending)
+            background = _BackgroundWriter(sink, len(writer._out)) if _threads(max_threads) != 1 else None
             buf = bytearray(capacity + 1)
             view = memoryview(buf)
-            got = _read_full(source, view)
-            total = 0
-            while got == capacity + 1:
-                writer._seal(view[:capacity], False)
-                total += capacity
-                if progress is not None:
-                    progress(total)
-                buf[0] = buf[capacity]
-                got = 1 + _read_full(source, view[1:])
-            writer._seal(view[:got], True)
+            try:
+                got = _read_full(source, view)
+                total = 0
+                while got == capacity + 1:
+                    writer._seal(view[:capacity], False, background)
+                    total += capacity
+                    if progress is not None:
+                        progress(total)
+                    buf[0] = buf[capacity]
+                    got = 1 + _read_full(source, view[1:])
+                writer._seal(view[:got], True, background)
+                total += got
+            finally:
+                view[:] = bytes(len(buf))
+                if background is not None:
+                    background.close()
             writer._sealed = True
-            total += got
             if progress is not None:
                 progress(total)
-            view[:] = bytes(len(buf))
         except BaseException:
             writer.abort()
             raise
@@ -766,12 +850,28 @@ def decrypt_file(
     with _opened(src, "rb") as source, _opened(dst, "wb") as sink:
         with DecryptingReader(source, key, associated_data=associated_data, max_threads=max_threads) as reader:
             total = 0
-            while True:
-                part = reader._next_batch()
-                if not part:
-                    break
-                _write_all(sink, part)
-                total += len(part)
-                if progress is not None:
-                    progress(total)
+            if _threads(max_threads) == 1:
+                while True:
+                    part = reader._next_batch()
+                    if not part:
+                        break
+                    _write_all(sink, part)
+                    total += len(part)
+                    if progress is not None:
+                        progress(total)
+                return total
+            # Several threads: write each batch on a background thread while
+            # the next one is read and opened.
+            background = _BackgroundWriter(sink, len(reader._plain))
+            try:
+                while True:
+                    buffer, start, end = reader._take_batch(background.buffer())
+                    background.submit(buffer, end, start)
+                    if end == start:
+                        break
+                    total += end - start
+                    if progress is not None:
+                        progress(total)
+            finally:
+                background.close(wipe=True)
             return total

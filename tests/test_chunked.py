@@ -641,3 +641,31 @@ def test_progress_callback() -> None:
 if __name__ == "__main__":
     json.dump(make_vectors(), sys.stdout, indent=1)
     print()
+
+
+@pytest.mark.parametrize("threads", [2, -1])
+def test_file_helpers_on_several_threads(threads: int) -> None:
+    """max_threads > 1: batches on the pool, writes on a background thread."""
+    pt = os.urandom((3 << 20) + 5)
+    expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX, chunk_size=65536)
+    out = io.BytesIO()
+    assert cb3.encrypt_file(KEY, io.BytesIO(pt), out, max_threads=threads, _nonce_prefix=PREFIX) == len(pt)
+    assert out.getvalue() == expected
+    dec = io.BytesIO()
+    assert cb3.decrypt_file(KEY, io.BytesIO(expected), dec, max_threads=threads) == len(pt)
+    assert dec.getvalue() == pt
+    bad = bytearray(expected)
+    bad[HEADER + 20 * (65536 + TAG) + 5] ^= 1
+    dec = io.BytesIO()
+    with pytest.raises(cb3.StreamError, match="chunk 20 failed"):
+        cb3.decrypt_file(KEY, io.BytesIO(bytes(bad)), dec, max_threads=threads)
+    assert dec.getvalue() == pt[: 20 * 65536]
+    with pytest.raises(cb3.StreamTruncatedError):
+        cb3.decrypt_file(KEY, io.BytesIO(expected[: HEADER + 30 * (65536 + TAG)]), io.BytesIO(), max_threads=threads)
+    for run in (
+        lambda: cb3.encrypt_file(KEY, io.BytesIO(pt), FailingFile(room=1 << 20), max_threads=threads),
+        lambda: cb3.decrypt_file(KEY, io.BytesIO(expected), FailingFile(room=1 << 20), max_threads=threads),
+    ):
+        with pytest.raises(OSError) as info:
+            run()
+        assert info.value.errno == errno.ENOSPC
