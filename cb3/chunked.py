@@ -162,7 +162,22 @@ def _write_all(sink: Any, data: memoryview) -> None:
 # ---- writing ------------------------------------------------------------------
 
 
-class EncryptingWriter(io.BufferedIOBase):
+class _PlaintextFile(io.BufferedIOBase):
+    """What the writer and the reader share: a plaintext position."""
+
+    _position = 0
+
+    def tell(self) -> int:
+        """The plaintext offset: bytes written so far (writer), the next byte read (reader)."""
+        self._check_open()
+        return self._position
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+
+
+class EncryptingWriter(_PlaintextFile):
     """A write-only binary file that encrypts into ``file``, a binary file
     object, in cb3's chunked format (docs/stream-format.md).
 
@@ -226,15 +241,6 @@ class EncryptingWriter(io.BufferedIOBase):
 
     def seekable(self) -> bool:
         return False
-
-    def tell(self) -> int:
-        """Plaintext bytes written so far."""
-        self._check_open()
-        return self._position
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ValueError("I/O operation on closed file.")
 
     def _seal(self, data: memoryview, last: bool, background: _BackgroundWriter | None = None) -> None:
         """Seals `data` as the next chunks and writes them (through
@@ -347,7 +353,7 @@ class EncryptingWriter(io.BufferedIOBase):
 # ---- reading ------------------------------------------------------------------
 
 
-class DecryptingReader(io.BufferedIOBase):
+class DecryptingReader(_PlaintextFile):
     """A read-only binary file that decrypts ``file``, a binary file object
     holding a cb3 stream (from its current position to its end).
 
@@ -407,14 +413,6 @@ class DecryptingReader(io.BufferedIOBase):
     def seekable(self) -> bool:
         self._check_open()
         return self._seekable
-
-    def tell(self) -> int:
-        self._check_open()
-        return self._position
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ValueError("I/O operation on closed file.")
 
     def close(self) -> None:
         if not self.closed:
