@@ -669,3 +669,17 @@ def test_file_helpers_on_several_threads(threads: int) -> None:
         with pytest.raises(OSError) as info:
             run()
         assert info.value.errno == errno.ENOSPC
+
+
+@pytest.mark.skipif(sys.implementation.name == "pypy", reason="PyPy keeps the GIL for bytearray outputs (README, PyPy)")
+def test_chunk_batches_release_the_gil() -> None:
+    from helpers import assert_gil_released
+
+    header = chunked.encode_header(65536, PREFIX)
+    engine = cb3._cb3.Chunked(KEY, header, None, 1)
+    data = bytes(64 << 20)
+    sealed = bytearray(len(data) + 1024 * TAG)
+    engine.seal_into(0, True, data, sealed)
+    plain = bytearray(len(data))
+    assert_gil_released(lambda: engine.seal_into(0, True, data, sealed), "Chunked.seal_into")
+    assert_gil_released(lambda: engine.open_into(0, True, sealed, plain), "Chunked.open_into")
