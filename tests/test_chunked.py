@@ -671,6 +671,7 @@ def test_file_helpers_on_several_threads(threads: int) -> None:
         assert info.value.errno == errno.ENOSPC
 
 
+@pytest.mark.threads  # deselected under HPy debug mode only (see the marker in pyproject.toml)
 @pytest.mark.skipif(sys.implementation.name == "pypy", reason="PyPy keeps the GIL for bytearray outputs (README, PyPy)")
 def test_chunk_batches_release_the_gil() -> None:
     from helpers import assert_gil_released

@@ -197,6 +197,7 @@ def run_measured(*args: str) -> tuple[int, int]:
     return status, rss
 
 
+@pytest.mark.slow
 def test_sparse_file_round_trip_in_bounded_memory(tmp_path: Path, key_file: str) -> None:
     src, enc, dec = tmp_path / "sparse", tmp_path / "sparse.cb3", tmp_path / "sparse.out"
     with open(src, "wb") as f:
