@@ -296,6 +296,8 @@ class EncryptingWriter(_PlaintextFile):
     def flush(self) -> None:
         """Flushes ``file``. A partial chunk stays buffered until more data or close()."""
         self._check_open()
+        if getattr(self, "_aborting", False):
+            return  # abort(): leave the file alone
         flush = getattr(self._file, "flush", None)
         if flush is not None:
             flush()
@@ -325,7 +327,7 @@ class EncryptingWriter(_PlaintextFile):
         decrypt (StreamTruncatedError). Use when the data written so far must
         not pass for a complete stream."""
         if not self.closed:
-            self._sealed = True
+            self._sealed = self._aborting = True
             self._release()
             super().close()
 
@@ -416,8 +418,9 @@ class DecryptingReader(_PlaintextFile):
 
     def close(self) -> None:
         if not self.closed:
-            self._plain_view[:] = bytes(len(self._plain))  # wipe buffered plaintext
-            self._plain_len = self._plain_pos = 0
+            if hasattr(self, "_plain_view"):  # not when __init__ failed
+                self._plain_view[:] = bytes(len(self._plain))  # wipe buffered plaintext
+                self._plain_len = self._plain_pos = 0
             super().close()
 
     # -- decrypting

@@ -449,6 +449,17 @@ class FailingFile(io.RawIOBase):
         return len(b)
 
 
+def test_abort_does_not_touch_a_failing_file() -> None:
+    class FlushFails(io.BytesIO):
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "flush failed")
+
+    with pytest.raises(KeyError):  # the with block's own exception, not the flush's
+        with cb3.EncryptingWriter(FlushFails(), KEY) as writer:
+            writer.write(b"data")
+            raise KeyError("interrupted")
+
+
 def test_disk_full_during_write() -> None:
     sink = FailingFile(room=300)
     writer = cb3.EncryptingWriter(sink, KEY, chunk_size=64)
