@@ -218,6 +218,48 @@ def test_bad_arguments() -> None:
     w.close()  # twice is fine
 
 
+def test_bad_method_arguments(tmp_path: Path) -> None:
+    writer = cb3.EncryptingWriter(io.BytesIO(), KEY)
+    with pytest.raises(TypeError):
+        writer.write("text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        writer.write(5)  # type: ignore[arg-type]
+    writer.abort()
+    for call in (lambda: writer.write(b"x"), writer.flush, writer.writable, writer.tell):
+        with pytest.raises(ValueError, match="closed file"):
+            call()
+    writer.abort()  # twice is fine
+    reader = cb3.DecryptingReader(io.BytesIO(seal(b"abc")), KEY)
+    with pytest.raises(TypeError):
+        reader.readinto(b"read-only")
+    with pytest.raises(TypeError):
+        reader.readinto1("text")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="invalid whence"):
+        reader.seek(0, 3)
+    with pytest.raises(ValueError, match="negative seek position"):
+        reader.seek(-5, io.SEEK_CUR)
+    with pytest.raises(TypeError):
+        reader.seek("0")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        reader.read("3")  # type: ignore[arg-type]
+    reader.close()
+    for call in (reader.read, reader.read1, reader.readable, reader.seekable, lambda: reader.seek(0),
+                 lambda: list(reader.chunks())):
+        with pytest.raises(ValueError, match="closed file"):
+            call()
+    with pytest.raises(ValueError, match="key must be 32 bytes"):
+        cb3.encrypt_file(KEY[:3], io.BytesIO(b"x"), tmp_path / "out")
+    with pytest.raises(ValueError, match="chunk_size"):
+        cb3.encrypt_file(KEY, io.BytesIO(b"x"), tmp_path / "out", chunk_size=1)
+    with pytest.raises(FileNotFoundError):
+        cb3.decrypt_file(KEY, tmp_path / "missing", tmp_path / "out")
+    with pytest.raises(cb3.StreamHeaderError):
+        cb3.decrypt_file(KEY, io.BytesIO(b"short"), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file
+    with pytest.raises(ValueError, match="max_threads"):
+        cb3.decrypt_file(KEY, io.BytesIO(seal(b"")), io.BytesIO(), max_threads=-2)
+
+
 # ---- tampering --------------------------------------------------------------------
 # A 6-chunk stream (chunk size 64, final chunk short) and a 4-chunk stream
 # whose final chunk is full; every change must fail as documented, and the
