@@ -22,10 +22,12 @@ several cores.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import queue
 import struct
+import sys
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -148,15 +150,27 @@ def _read_full(source: Source, view: memoryview) -> int:
     return done
 
 
+#: PyPy copies every buffer it writes to a file and frees the copies only at
+#: a later major collection: a 256 MiB file then peaked at 900 MiB of RSS
+#: (measured, PyPy 7.3.19). One incremental step of the collector after each
+#: large write keeps the peak at a few batches and was measured faster, too.
+_COLLECT_STEP: Callable[[], object] | None = (
+    getattr(gc, "collect_step", None) if sys.implementation.name == "pypy" else None
+)
+
+
 def _write_all(sink: Any, data: memoryview) -> None:
     """Writes all of `data` (raw files may write less than asked)."""
+    size = len(data)
     while len(data):
         n = sink.write(data)
         if n is None:
             raise BlockingIOError("the destination is non-blocking and not ready")
         if n >= len(data):
-            return
+            break
         data = data[n:]
+    if _COLLECT_STEP is not None and size >= 65536:
+        _COLLECT_STEP()
 
 
 # ---- writing ------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -157,6 +158,8 @@ def test_disk_full_on_a_small_tmpfs(tmp_path: Path, key_file: str) -> None:
     """The real thing: a 1 MiB tmpfs (needs root to mount)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root: run this test as root (scripts/test.sh does in CI)")
+    if shutil.which("mount") is None or shutil.which("umount") is None:
+        pytest.skip("no mount command here (the PyPy chroot has none): the CPython run on the host covers this")
     mount = tmp_path / "small"
     mount.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "cb3-test", str(mount)]).returncode != 0:
