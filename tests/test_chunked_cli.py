@@ -225,8 +225,12 @@ def test_sparse_file_round_trip_in_bounded_memory(tmp_path: Path, key_file: str)
             block = f.read(1 << 20)
             assert block == zero or offset == SPARSE_SIZE // 2
     # A few batches of 256 KiB of plaintext and ciphertext, not the file.
+    # PyPy adds its JIT's code and a collector that frees late (measured
+    # there: about +19 MiB; a PyPy that held on to every written buffer
+    # would be at +800 MiB, see cb3/chunked.py _COLLECT_STEP).
+    bound = (48 if sys.implementation.name == "pypy" else 16) << 20
     for rss in (encrypt_rss, decrypt_rss):
-        assert rss - baseline < 16 << 20, (rss, baseline)
+        assert rss - baseline < bound, (rss, baseline)
     from helpers import MEASUREMENTS
 
     MEASUREMENTS["cli 256 MiB sparse round trip, peak RSS above `python -m cb3 --cflags`"] = (
