@@ -182,7 +182,7 @@ def c_string(value):
 
 def extension():
     # A fresh Extension (and fresh lists): hpy.devel edits them in place.
-    sources = ["module.c", "errors.c", "buffers.c", "args.c", "aead.c", "stream.c", "hash.c", "chacha.c", "bench.c"]
+    sources = ["module.c", "errors.c", "buffers.c", "args.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha.c", "bench.c"]
     return Extension(
         "cb3._cb3",
         sources=[f"cext/{name}" for name in sources],

@@ -16,8 +16,25 @@ from . import _cb3, _signatures
 _signatures.install(_cb3)  # before the names below are bound: signatures on every interpreter
 from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend, version as _library_version
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
-from .errors import DecryptionError, InvalidTag, KeystreamExhaustedError
+from .errors import (
+    DecryptionError,
+    InvalidTag,
+    KeystreamExhaustedError,
+    StreamError,
+    StreamHeaderError,
+    StreamTruncatedError,
+)
 from .stream import Stream
+from .chunked import (
+    STREAM_CHUNK_SIZE,
+    STREAM_HEADER_SIZE,
+    STREAM_MAX_CHUNK_SIZE,
+    STREAM_MIN_CHUNK_SIZE,
+    DecryptingReader,
+    EncryptingWriter,
+    decrypt_file,
+    encrypt_file,
+)
 from . import chacha20  # the submodule cb3.chacha20
 from .hash import blake3, derive_key, hash, keyed_hash  # binds cb3.hash to the function, over the submodule
 
@@ -48,6 +65,21 @@ __all__ = [
     "HPY_ABI",
     "simd_backend",
     "__version__",
+]
+
+# Encrypting data of any size (cb3/chunked.py, docs/stream-format.md).
+__all__ += [
+    "EncryptingWriter",
+    "DecryptingReader",
+    "encrypt_file",
+    "decrypt_file",
+    "StreamError",
+    "StreamTruncatedError",
+    "StreamHeaderError",
+    "STREAM_CHUNK_SIZE",
+    "STREAM_HEADER_SIZE",
+    "STREAM_MIN_CHUNK_SIZE",
+    "STREAM_MAX_CHUNK_SIZE",
 ]
 
 __all__ += ["get_include", "get_library_dir", "get_libraries", "get_link_args"]

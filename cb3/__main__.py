@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import cb3
-from cb3 import _cb3, bench, capi, selftest
+from cb3 import _cb3, bench, capi, cli_files, selftest
 
 EXIT_CODES = """\
 exit status:
@@ -24,11 +24,13 @@ exit status:
   1  failure: a known-answer test failed, b3sum found a mismatch or could not
      read a file, or the reader of the output went away (e.g. `| head`)
   2  usage error (unknown command or option, bad value)
+  encrypt/decrypt: 1 invalid or tampered stream or wrong key, 3 I/O error, 130 interrupted
 
 examples:
   python -m cb3                       self-check (the same as `python -m cb3 selftest`)
   python -m cb3 bench --quick         speed next to the installed peers
   python -m cb3 b3sum FILE...         BLAKE3 checksums, like b3sum
+  python -m cb3 encrypt --key-file K -o big.cb3 big.iso    a file of any size (decrypt: the same)
   cc app.c $(python -m cb3 --cflags --libs)
 """
 
@@ -54,10 +56,11 @@ def _add_b3sum_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 #: Every subcommand's ``add_parser(subparsers)``, in the order of ``--help``.
-COMMANDS: list[Callable[..., argparse.ArgumentParser]] = [
+COMMANDS: list[Callable[..., object]] = [
     selftest.add_parser,
     bench.add_parser,
     _add_b3sum_parser,
+    cli_files.add_parser,
     capi.add_parser,
 ]
 

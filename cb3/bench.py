@@ -313,6 +313,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, help="interleaved rounds per case (default 5; quick: 2)")
     parser.add_argument("--only", help="comma-separated words: run only cases whose name contains one")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--files", action="store_true", help="only the file rows (cb3/bench_files.py)")
+    parser.add_argument("--file-size", default="256M", help="file rows: the file size (default 256M)")
+    parser.add_argument("--sparse-size", default="2G", help="file rows: the sparse file for peak RSS (default 2G; 0: skip)")
+    parser.add_argument("--dir", help="file rows: where the files go (default /dev/shm)")
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
@@ -330,6 +334,10 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.files:
+        from cb3 import bench_files
+
+        return bench_files.main(args.file_size, args.sparse_size, args.rounds or 3, args.dir)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = args.rounds or (2 if args.quick else 5)
     budget = 0.005 if args.quick else 0.1
@@ -344,6 +352,11 @@ def run(args: argparse.Namespace) -> int:
             + " ".join(dist for _, _, dist in missing),
             file=sys.stderr,
         )
+    if not (args.quick or args.sizes or args.only):
+        from cb3 import bench_files
+
+        print()
+        bench_files.main(args.file_size, args.sparse_size, min(rounds, 3), args.dir)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(

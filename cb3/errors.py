@@ -28,3 +28,30 @@ class KeystreamExhaustedError(OverflowError, ValueError):
     written for pycryptodome (MessageTooLongError) or pyca/cryptography
     (ValueError) catches it unchanged.
     """
+
+
+class StreamError(DecryptionError):
+    """An encrypted stream (cb3.DecryptingReader, cb3.decrypt_file) did not
+    authenticate.
+
+    Raised for a chunk that fails to verify: wrong key or associated data, a
+    modified, reordered, dropped, duplicated or spliced chunk, a modified
+    header, data appended after the final chunk. The message says which
+    chunk. Nothing of a failing chunk is ever returned. Subclasses:
+    StreamTruncatedError, StreamHeaderError (docs/stream-format.md lists which
+    tampering raises what).
+    """
+
+
+class StreamTruncatedError(StreamError):
+    """The encrypted stream ended before its final chunk: it was cut at a
+    chunk boundary (or has no chunk at all), or a writer never sealed it
+    (interrupted before close())."""
+
+
+class StreamHeaderError(StreamError):
+    """The input does not start with a cb3 stream header: too short, wrong
+    magic, an unsupported version or a chunk size out of range."""
+
+
+__all__ += ["StreamError", "StreamTruncatedError", "StreamHeaderError"]

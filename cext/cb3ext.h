@@ -7,6 +7,7 @@
  *   args.c     vectorcall argument parsing with strict checks
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
+ *   chunked.c  Chunked (private): chunk batches of the encrypted file format (cb3/chunked.py)
  *   bench.c    timing the chacha20-blake3 crate itself, for `python -m cb3 bench`
  *   hash.c     blake3, hash, keyed_hash, derive_key
  *   chacha.c   ChaCha20, hchacha20
@@ -289,6 +290,7 @@ extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;
 extern HPyType_Spec cb3_blake3_spec;
 extern HPyType_Spec cb3_ChaCha20_spec;
+extern HPyType_Spec cb3_Chunked_spec; /* chunked.c: cb3's encrypted file format */
 
 /* ---- module-level functions ---- */
 

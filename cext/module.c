@@ -121,7 +121,8 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
     if (!HPyHelpers_AddType(ctx, module, "ChaCha20Blake3", &cb3_ChaCha20Blake3_spec, NULL) ||
         !HPyHelpers_AddType(ctx, module, "Stream", &cb3_Stream_spec, NULL) ||
         !HPyHelpers_AddType(ctx, module, "blake3", &cb3_blake3_spec, NULL) ||
-        !HPyHelpers_AddType(ctx, module, "ChaCha20", &cb3_ChaCha20_spec, NULL))
+        !HPyHelpers_AddType(ctx, module, "ChaCha20", &cb3_ChaCha20_spec, NULL) ||
+        !HPyHelpers_AddType(ctx, module, "Chunked", &cb3_Chunked_spec, NULL))
         return -1;
 #if defined(HPY_ABI_CPYTHON)
     const char *abi = "cpython";

@@ -3,7 +3,9 @@
 #   - atheris harnesses (fuzz/atheris/fuzz_cb3.py) for decrypt, decrypt_into,
 #     decrypt_detached, decrypt_in_place and Stream.decrypt: arbitrary bytes
 #     and argument objects, checked against the documented contract and an
-#     independent implementation (tests/reference.py);
+#     independent implementation (tests/reference.py); and the chunked stream
+#     reader (fuzz/atheris/fuzz_chunked.py, target `chunked`): fuzzed headers,
+#     chunk sizes and chunk-level tampering against the reference;
 #   - cargo-fuzz targets (rustlib/fuzz) for the C ABI under AddressSanitizer:
 #     the contract of every cb3_aead_* and cb3_stream_* function with
 #     fuzzer-placed (overlapping, NULL, short, huge) buffers, the remaining
@@ -31,7 +33,7 @@ TOOLS="${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}"
 PY="${CB3_PYTHON:-$ROOT/.test/venv/bin/python}"
 CARGO_FUZZ_VERSION=0.13.2
 TARGET_DIR="${CB3_FUZZ_TARGET_DIR:-$TOOLS/fuzz-target}"
-PY_TARGETS=(decrypt decrypt_into decrypt_detached decrypt_in_place stream_decrypt blake3 chacha20)
+PY_TARGETS=(decrypt decrypt_into decrypt_detached decrypt_in_place stream_decrypt blake3 chacha20 chunked)
 RUST_TARGETS=(aead_contract stream_contract differential misc)
 if [[ -n "${CB3_FUZZ_TARGETS:-}" ]]; then
     read -r -a wanted <<<"$CB3_FUZZ_TARGETS"
@@ -87,7 +89,9 @@ run_one() {
     mkdir -p "$corpus"
     local status=0
     if [[ $kind == py ]]; then
-        "$PY" fuzz/atheris/fuzz_cb3.py "$target" "${options[@]}" "$corpus" >"$log" 2>&1 || status=$?
+        local script=fuzz/atheris/fuzz_cb3.py
+        [[ $target == chunked ]] && script=fuzz/atheris/fuzz_chunked.py
+        "$PY" "$script" "$target" "${options[@]}" "$corpus" >"$log" 2>&1 || status=$?
     else
         (cd rustlib && "${FUZZ[@]}" run --target-dir "$TARGET_DIR" "$target" "$corpus" "$SEEDS/$target" -- \
             "${options[@]}" -rss_limit_mb=4096) >"$log" 2>&1 || status=$?

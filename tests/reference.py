@@ -134,3 +134,66 @@ class ReferenceStream:
         out = decrypt(self.key, stream_nonce(self.nonce, self.message_index), data, aad)
         self.message_index += 1
         return out
+
+
+# ---- the chunked stream format (docs/stream-format.md), written from the
+# document alone: header || chunk_0 || ... || chunk_n-1, each chunk sealed by
+# encrypt() above with nonce prefix || be64(i) || last flag and associated
+# data header || caller's associated data.
+
+STREAM_MAGIC = b"CB3STRM"
+STREAM_VERSION = 1
+STREAM_HEADER_SIZE = 27
+STREAM_MIN_CHUNK_SIZE = 64
+STREAM_MAX_CHUNK_SIZE = 2**24
+
+
+def stream_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
+    if len(nonce_prefix) != 15 or not STREAM_MIN_CHUNK_SIZE <= chunk_size <= STREAM_MAX_CHUNK_SIZE:
+        raise ValueError("bad prefix or chunk size")
+    return STREAM_MAGIC + bytes([STREAM_VERSION]) + chunk_size.to_bytes(4, "big") + bytes(nonce_prefix)
+
+
+def stream_chunk_nonce(nonce_prefix: bytes, index: int, last: bool) -> bytes:
+    return bytes(nonce_prefix) + index.to_bytes(8, "big") + (b"\x01" if last else b"\x00")
+
+
+def stream_encrypt(
+    key: bytes, plaintext: bytes, *, nonce_prefix: bytes, chunk_size: int = 65536, aad: bytes | None = None
+) -> bytes:
+    """A whole stream. Plaintext splits into chunk_size pieces; the final
+    piece is 1..chunk_size bytes, or empty only for an empty plaintext."""
+    header = stream_header(chunk_size, nonce_prefix)
+    chunk_aad = header + (b"" if aad is None else bytes(aad))
+    plaintext = bytes(plaintext)
+    pieces = [plaintext[i : i + chunk_size] for i in range(0, len(plaintext), chunk_size)] or [b""]
+    out = [header]
+    for index, piece in enumerate(pieces):
+        nonce = stream_chunk_nonce(nonce_prefix, index, index == len(pieces) - 1)
+        out.append(encrypt(key, nonce, piece, chunk_aad))
+    return b"".join(out)
+
+
+def stream_decrypt(key: bytes, data: bytes, aad: bytes | None = None) -> bytes:
+    """The plaintext, or ReferenceDecryptionError for anything invalid."""
+    data = bytes(data)
+    header = data[:STREAM_HEADER_SIZE]
+    if len(header) < STREAM_HEADER_SIZE or header[:7] != STREAM_MAGIC or header[7] != STREAM_VERSION:
+        raise ReferenceDecryptionError("bad header")
+    chunk_size = int.from_bytes(header[8:12], "big")
+    if not STREAM_MIN_CHUNK_SIZE <= chunk_size <= STREAM_MAX_CHUNK_SIZE:
+        raise ReferenceDecryptionError("bad chunk size")
+    prefix = header[12:]
+    chunk_aad = header + (b"" if aad is None else bytes(aad))
+    body = data[STREAM_HEADER_SIZE:]
+    if not body:
+        raise ReferenceDecryptionError("no chunk")
+    piece = chunk_size + TAG_SIZE
+    chunks = [body[i : i + piece] for i in range(0, len(body), piece)]
+    out = []
+    for index, chunk in enumerate(chunks):
+        last = index == len(chunks) - 1
+        if last and len(chunk) == TAG_SIZE and index != 0:
+            raise ReferenceDecryptionError("empty final chunk after chunk 0")
+        out.append(decrypt(key, stream_chunk_nonce(prefix, index, last), chunk, chunk_aad))
+    return b"".join(out)

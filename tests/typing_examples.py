@@ -136,6 +136,42 @@ def streams(key: bytes, nonce: bytes) -> int:
     return index
 
 
+def chunked_streams(key: bytes) -> int:
+    import io
+    import os
+    import tempfile
+
+    sink = io.BytesIO()
+    with cb3.EncryptingWriter(sink, key, associated_data=b"v1", chunk_size=cb3.STREAM_MIN_CHUNK_SIZE) as writer:
+        written: int = writer.write(b"x" * 1000)
+        writer.write(bytearray(b"more"))
+        assert writer.tell() == 1004 and written == 1000
+    reader: cb3.DecryptingReader = cb3.DecryptingReader(io.BytesIO(sink.getvalue()), key, associated_data=b"v1")
+    end: int = reader.seek(0, io.SEEK_END)
+    reader.seek(998)
+    tail: bytes = reader.read()
+    buf = bytearray(3)
+    reader.seek(0)
+    n: int = reader.readinto(buf)
+    pieces: list[bytes] = list(reader.chunks())
+    assert tail == b"xxmore" and n == 3 and end == 1004 and b"".join(pieces) == b"x" * 997 + b"more"
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "a"), os.path.join(tmp, "a.cb3")
+        with open(src, "wb") as f:
+            f.write(b"file data")
+        done: int = cb3.encrypt_file(key, src, dst, max_threads=cb3.AUTO, progress=lambda n: None)
+        out = io.BytesIO()
+        with open(dst, "rb") as f:
+            cb3.decrypt_file(key, f, out, max_threads=2)
+        assert out.getvalue() == b"file data" and done == 9
+    try:
+        cb3.DecryptingReader(io.BytesIO(sink.getvalue()[:-40]), key, associated_data=b"v1").read()
+    except cb3.StreamError as error:
+        caught: cb3.DecryptionError = error
+        assert isinstance(caught, cb3.StreamError)
+    return end
+
+
 def main() -> dict[str, object]:
     consts = constants()
     key, nonce = keys()
@@ -148,6 +184,7 @@ def main() -> dict[str, object]:
     in_place(cipher, nonce)
     seen = errors(cipher, nonce)
     index = streams(key, nonce)
+    assert chunked_streams(key) == 1004
     return {"constants": consts, "errors": seen, "index": index}
 
 

@@ -90,6 +90,39 @@
 #define CB3_CHACHA_BLOCK_SIZE 64
 
 /**
+ * Bytes of the stream header: magic (7), version (1), chunk size (4, big
+ * endian), nonce prefix (15).
+ */
+#define CB3_CHUNKED_HEADER_SIZE 27
+
+/**
+ * Bytes of the random nonce prefix in the header (the rest of each 24-byte
+ * nonce is the 8-byte big-endian chunk index and the 1-byte last flag).
+ */
+#define CB3_CHUNKED_PREFIX_SIZE 15
+
+/**
+ * The format version this library writes and reads (header byte 7).
+ */
+#define CB3_CHUNKED_VERSION 1
+
+/**
+ * The chunk size (plaintext bytes per chunk) cb3 writes by default: 64 KiB.
+ */
+#define CB3_CHUNKED_DEFAULT_CHUNK_SIZE 65536
+
+/**
+ * The smallest chunk size a header may give.
+ */
+#define CB3_CHUNKED_MIN_CHUNK_SIZE 64
+
+/**
+ * The largest chunk size a header may give (16 MiB): a reader never needs
+ * more than this plus `CB3_TAG_SIZE` bytes of buffer per chunk.
+ */
+#define CB3_CHUNKED_MAX_CHUNK_SIZE (1 << 24)
+
+/**
  * The default BLAKE3 output size in bytes (any length can be requested).
  */
 #define CB3_BLAKE3_OUT_LEN 32
@@ -250,6 +283,17 @@ typedef struct cb3_blake3 cb3_blake3;
  * in an unspecified order.
  */
 typedef struct cb3_chacha cb3_chacha;
+
+/**
+ * One stream's key, header and associated data, for sealing or opening its
+ * chunks.
+ *
+ * Opaque: create with `cb3_chunked_new`, release with `cb3_chunked_free`
+ * (which wipes the key). Immutable after creation: any number of threads may
+ * seal or open chunks of the same stream at once, as long as none frees it
+ * meanwhile.
+ */
+typedef struct cb3_chunked cb3_chunked;
 
 /**
  * A sequence of ChaCha20-BLAKE3 messages under one key with counter nonces.
@@ -625,6 +669,170 @@ enum cb3_result cb3_hchacha20(const uint8_t *key,
                               size_t nonce_len,
                               uint8_t *out,
                               size_t out_len);
+
+/**
+ * Writes a stream header (`CB3_CHUNKED_HEADER_SIZE`, 27 bytes) to `out`.
+ *
+ * - `nonce_prefix`, `nonce_prefix_len`: exactly `CB3_CHUNKED_PREFIX_SIZE`
+ *   (15) bytes, fresh random bytes for every stream (never reuse a prefix
+ *   with the same key). Not NULL.
+ * - `chunk_size`: plaintext bytes per chunk, from
+ *   `CB3_CHUNKED_MIN_CHUNK_SIZE` to `CB3_CHUNKED_MAX_CHUNK_SIZE`
+ *   (`CB3_CHUNKED_DEFAULT_CHUNK_SIZE` unless you have a reason).
+ * - `out`, `out_len`: at least `CB3_CHUNKED_HEADER_SIZE` bytes. Not NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
+ * `CB3_RESULT_INVALID_NONCE_LENGTH` (prefix not 15 bytes),
+ * `CB3_RESULT_INVALID_ARGUMENT` (chunk size out of range),
+ * `CB3_RESULT_INSUFFICIENT_SIZE` or `CB3_RESULT_OVERLAPPING_BUFFERS`.
+ * On failure nothing is written.
+ */
+enum cb3_result cb3_chunked_header_encode(const uint8_t *nonce_prefix,
+                                          size_t nonce_prefix_len,
+                                          uint32_t chunk_size,
+                                          uint8_t *out,
+                                          size_t out_len);
+
+/**
+ * Parses a stream header: checks the magic, the version and the chunk
+ * size, and returns the chunk size and the nonce prefix.
+ *
+ * - `header`, `header_len`: exactly `CB3_CHUNKED_HEADER_SIZE` (27) bytes,
+ *   the first bytes of the stream. Not NULL.
+ * - `nonce_prefix_out`, `nonce_prefix_out_len`: receives the 15-byte nonce
+ *   prefix; at least `CB3_CHUNKED_PREFIX_SIZE` bytes. May be NULL (then
+ *   `nonce_prefix_out_len` must be 0) if the prefix is not wanted.
+ * - `chunk_size_out`: receives the chunk size. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_INVALID_ARGUMENT`: not a cb3 stream header: wrong length,
+ *   magic or version, or a chunk size out of range. (The header is not
+ *   authenticated until a chunk opens: a modified prefix or chunk size that
+ *   is still in range is caught by `cb3_chunked_open`.)
+ * - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
+ *   `CB3_RESULT_OVERLAPPING_BUFFERS`.
+ *
+ * On failure nothing is written.
+ */
+enum cb3_result cb3_chunked_header_decode(const uint8_t *header,
+                                          size_t header_len,
+                                          uint8_t *nonce_prefix_out,
+                                          size_t nonce_prefix_out_len,
+                                          uint32_t *chunk_size_out);
+
+/**
+ * Creates the object that seals and opens the chunks of one stream.
+ *
+ * - `key`, `key_len`: exactly `CB3_KEY_SIZE` (32) bytes. Not NULL. Copied.
+ * - `header`, `header_len`: the stream's header (`cb3_chunked_header_encode`
+ *   for a new stream; the first 27 bytes of a stream being read). Not
+ *   NULL. It gives the chunk size and nonce prefix and is authenticated
+ *   with every chunk.
+ * - `aad`, `aad_len`: the caller's associated data, authenticated with
+ *   every chunk after the header. NULL only if `aad_len` is 0. Copied.
+ * - `max_threads`: threads for a batch of chunks (0 = one per core, 1 = the
+ *   calling thread only). Batches under 128 KiB stay on the calling thread.
+ * - `chunked_out`: receives the new object. Not NULL. Release it with
+ *   `cb3_chunked_free`.
+ *
+ * Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
+ * `CB3_RESULT_INVALID_KEY_LENGTH`, or `CB3_RESULT_INVALID_ARGUMENT` (not a
+ * valid header, see `cb3_chunked_header_decode`; or a length above
+ * `PTRDIFF_MAX`). On failure `*chunked_out` is not written and nothing is
+ * allocated.
+ */
+enum cb3_result cb3_chunked_new(const uint8_t *key,
+                                size_t key_len,
+                                const uint8_t *header,
+                                size_t header_len,
+                                const uint8_t *aad,
+                                size_t aad_len,
+                                size_t max_threads,
+                                struct cb3_chunked **chunked_out);
+
+/**
+ * Wipes the key and frees an object made by `cb3_chunked_new`. `chunked`
+ * may be NULL. It must not be used afterwards, by any thread.
+ */
+void cb3_chunked_free(struct cb3_chunked *chunked);
+
+/**
+ * Encrypts a batch of consecutive chunks: `plaintext` is cut into pieces of
+ * the header's chunk size, and piece `k` becomes chunk `first_index + k`:
+ * its ciphertext followed by its 32-byte tag, written one after the other
+ * to `out`, exactly as they appear in the stream after the header.
+ *
+ * - `chunked`: from `cb3_chunked_new`. Not NULL.
+ * - `first_index`: the index of the batch's first chunk (0 for the chunk
+ *   right after the header).
+ * - `last`: 1 if the batch ends with the final chunk of the stream, else 0.
+ *   With 0, `plaintext_len` must be a positive multiple of the chunk size;
+ *   with 1 the final piece may be shorter, and `plaintext_len` may be 0
+ *   only when `first_index` is 0 (an empty stream is one empty final chunk;
+ *   a stream whose length is a multiple of the chunk size ends with a full
+ *   final chunk, never an empty one).
+ * - `plaintext`, `plaintext_len`: NULL only if `plaintext_len` is 0.
+ * - `out`, `out_len`: at least `plaintext_len + n * CB3_TAG_SIZE` bytes,
+ *   `n` the number of chunks (`ceil(plaintext_len / chunk_size)`, or 1 for
+ *   an empty stream). Not NULL. May not overlap `plaintext`.
+ * - `out_n`: receives the bytes written. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
+ * `CB3_RESULT_INSUFFICIENT_SIZE`, `CB3_RESULT_OVERLAPPING_BUFFERS`, or
+ * `CB3_RESULT_INVALID_ARGUMENT` (a batch shape not allowed above, `last`
+ * not 0 or 1, or a chunk index past `UINT64_MAX`). On failure nothing is
+ * written. Never seal two different batches with the same object and
+ * chunk indices.
+ */
+enum cb3_result cb3_chunked_seal(const struct cb3_chunked *chunked,
+                                 uint64_t first_index,
+                                 uint32_t last,
+                                 const uint8_t *plaintext,
+                                 size_t plaintext_len,
+                                 uint8_t *out,
+                                 size_t out_len,
+                                 size_t *out_n);
+
+/**
+ * Verifies and decrypts a batch of consecutive chunks: `ciphertext` is cut
+ * into pieces of chunk size + `CB3_TAG_SIZE` bytes, and piece `k` is opened
+ * as chunk `first_index + k`; the plaintexts are written one after the
+ * other to `out`.
+ *
+ * - `chunked`: from `cb3_chunked_new`. Not NULL.
+ * - `first_index`: the index of the batch's first chunk.
+ * - `last`: 1 if the batch ends at the end of the stream (its final piece
+ *   is opened as the final chunk), else 0. With 0, `ciphertext_len` must
+ *   be a positive multiple of chunk size + 32. The caller decides `last`
+ *   from where its input ends: a stream cut at a chunk boundary then fails
+ *   here, because its apparent final chunk was sealed as a non-final one.
+ * - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
+ * - `out`, `out_len`: at least `ciphertext_len - n * CB3_TAG_SIZE` bytes,
+ *   `n` the number of pieces. NULL only if that is 0. May not overlap
+ *   `ciphertext`.
+ * - `out_n`: receives the plaintext bytes written. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_DECRYPTION_FAILED`: a chunk did not verify (wrong key,
+ *   header or associated data; a modified, reordered, dropped, duplicated
+ *   or spliced chunk; a stream truncated or extended at this batch), or
+ *   the final piece is shorter than a tag, or is an empty final chunk at
+ *   an index other than 0. To find which chunk failed, open the batch one
+ *   chunk at a time. No plaintext is released: chunks of the batch that
+ *   did verify are zeroed again in `out`, whose other bytes are untouched.
+ * - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
+ *   `CB3_RESULT_OVERLAPPING_BUFFERS`, `CB3_RESULT_INVALID_ARGUMENT` (a
+ *   batch shape not allowed above, `last` not 0 or 1, a chunk index past
+ *   `UINT64_MAX`); these write nothing.
+ */
+enum cb3_result cb3_chunked_open(const struct cb3_chunked *chunked,
+                                 uint64_t first_index,
+                                 uint32_t last,
+                                 const uint8_t *ciphertext,
+                                 size_t ciphertext_len,
+                                 uint8_t *out,
+                                 size_t out_len,
+                                 size_t *out_n);
 
 /**
  * A static, NUL-terminated English description of `result`, a

@@ -12,6 +12,7 @@ pub mod aead;
 pub mod bench;
 pub mod buffers;
 pub mod chacha;
+pub mod chunked;
 pub mod errors;
 pub mod hash;
 pub mod info;

@@ -1,0 +1,240 @@
+"""The file rows of `python -m cb3 bench`: encrypting and decrypting a file
+end to end (cb3's chunked stream format, cb3/chunked.py) against
+`encrypt_into` on the same bytes in memory, on 1 and 2 threads, beside
+PyNaCl's secretstream and Debian's `age` when installed; and the CLI's peak
+RSS on a multi-GiB sparse file.
+
+    python -m cb3 bench --files [--file-size 256M] [--sparse-size 2G] [--rounds N] [--dir /dev/shm]
+
+Files live in a temporary directory on tmpfs (/dev/shm) so the disk does
+not set the pace; every case runs in interleaved rounds and the median wall
+time is reported. Ratios: `vs into` = this case's throughput / in-memory
+`encrypt_into` on one thread (the issue's target: >= 0.85 on one thread);
+`vs 1 thread` = this case / the same case on one thread (target >= 1.6).
+The row "read + encrypt_into + write" is the same file as one message,
+read whole and written whole: what the file I/O itself costs (writing a new
+file on tmpfs allocates and clears its pages, which costs most of what the
+encryption does), so the chunked format's own overhead is encrypt_file
+against that row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from typing import Callable
+
+import cb3
+
+CHUNK = 64 * 1024
+
+
+def _size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().removesuffix("IB").removesuffix("B")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def _secretstream_cases(key: bytes, src: str, dst: str) -> dict[str, Callable[[], None]]:
+    try:
+        from nacl.bindings import (
+            crypto_secretstream_xchacha20poly1305_TAG_FINAL as FINAL,
+            crypto_secretstream_xchacha20poly1305_TAG_MESSAGE as MESSAGE,
+            crypto_secretstream_xchacha20poly1305_init_push as init_push,
+            crypto_secretstream_xchacha20poly1305_push as push,
+            crypto_secretstream_xchacha20poly1305_state as State,
+        )
+    except ImportError:
+        return {}
+
+    def encrypt() -> None:
+        # The same shape: 64 KiB chunks, the final one tagged, one lookahead read.
+        state = State()
+        with open(src, "rb") as fin, open(dst, "wb") as fout:
+            fout.write(init_push(state, key))
+            chunk = fin.read(CHUNK)
+            while True:
+                following = fin.read(CHUNK)
+                fout.write(push(state, chunk, None, FINAL if not following else MESSAGE))
+                if not following:
+                    break
+                chunk = following
+
+    return {"PyNaCl secretstream encrypt (64 KiB chunks)": encrypt}
+
+
+def _age_cases(workdir: str, src: str, dst: str) -> dict[str, Callable[[], None]]:
+    age, keygen = shutil.which("age"), shutil.which("age-keygen")
+    if not age or not keygen:
+        return {}
+    identity = os.path.join(workdir, "age-identity")
+    subprocess.run([keygen, "-o", identity], check=True, capture_output=True)
+    recipient = subprocess.run([keygen, "-y", identity], check=True, capture_output=True, text=True).stdout.strip()
+    encrypted = os.path.join(workdir, "age-encrypted")
+
+    def encrypt() -> None:
+        subprocess.run([age, "-r", recipient, "-o", dst, src], check=True)
+
+    def decrypt() -> None:
+        subprocess.run([age, "-d", "-i", identity, "-o", dst, encrypted], check=True)
+
+    encrypt()
+    os.replace(dst, encrypted)
+    return {"age encrypt (X25519 recipient; Go)": encrypt, "age decrypt": decrypt}
+
+
+RSS_WRAPPER = textwrap.dedent(
+    """
+    import json, resource, subprocess, sys
+    started = __import__("time").perf_counter()
+    status = subprocess.run(sys.argv[1:]).returncode
+    seconds = __import__("time").perf_counter() - started
+    print(json.dumps([status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, seconds]))
+    """
+)
+
+
+def _measured(args: list[str]) -> tuple[int, int, float]:
+    out = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *args], check=True, capture_output=True, text=True)
+    status, rss, seconds = json.loads(out.stdout.splitlines()[-1])
+    return status, rss, seconds
+
+
+def sparse_rss(workdir: str, size: int, threads: int = 1) -> list[str]:
+    """The CLI on a sparse file of `size` bytes: time and peak RSS of
+    encrypt and decrypt, against the interpreter importing cb3."""
+    key_file = os.path.join(workdir, "key")
+    with open(key_file, "wb") as f:
+        f.write(cb3.generate_key())
+    sparse, enc, dec = (os.path.join(workdir, name) for name in ("sparse", "sparse.cb3", "sparse.out"))
+    with open(sparse, "wb") as f:
+        f.truncate(size)
+    python = [sys.executable, "-P", "-m", "cb3"]
+    baseline = _measured([*python, "--cflags"])[1]
+    lines = []
+    try:
+        for verb, source, target in (("encrypt", sparse, enc), ("decrypt", enc, dec)):
+            status, rss, seconds = _measured(
+                [*python, verb, "--key-file", key_file, "--threads", str(threads), "-o", target, source]
+            )
+            if status != 0:
+                raise RuntimeError(f"python -m cb3 {verb} exited with {status}")
+            if verb == "encrypt":
+                os.unlink(sparse)
+            else:
+                os.unlink(enc)
+            lines.append(
+                f"  python -m cb3 {verb} {size / 2**30:g} GiB sparse file: {seconds:6.2f} s "
+                f"({size / seconds / 1e6:5.0f} MB/s), peak RSS {rss / 2**20:.1f} MiB "
+                f"(interpreter + cb3 alone: {baseline / 2**20:.1f} MiB)"
+            )
+        if os.path.getsize(dec) != size:
+            raise RuntimeError("sparse round trip changed the size")
+    finally:
+        for path in (sparse, enc, dec):
+            if os.path.exists(path):
+                os.unlink(path)
+    return lines
+
+
+def run(file_size: int, sparse_size: int, rounds: int, directory: str) -> str:
+    workdir = tempfile.mkdtemp(prefix="cb3-bench-", dir=directory)
+    try:
+        src, dst = os.path.join(workdir, "plain"), os.path.join(workdir, "out")
+        data = os.urandom(file_size)
+        with open(src, "wb") as f:
+            f.write(data)
+        key, nonce = cb3.generate_key(), cb3.generate_nonce()
+        encrypted = os.path.join(workdir, "encrypted")
+        cb3.encrypt_file(key, src, encrypted)
+        out = bytearray(file_size + cb3.TAG_SIZE)
+
+        def into(threads: int) -> Callable[[], None]:
+            cipher = cb3.ChaCha20Blake3(key, max_threads=threads)
+
+            def run() -> None:
+                cipher.encrypt_into(nonce, data, None, out)
+
+            return run
+
+        def one_shot() -> None:
+            # The same file as one message: read it whole, encrypt_into, write it.
+            cipher = cb3.ChaCha20Blake3(key)
+            with open(src, "rb") as f:
+                whole = f.read()
+            sealed = bytearray(len(whole) + cb3.TAG_SIZE)
+            cipher.encrypt_into(nonce, whole, None, sealed)
+            with open(dst, "wb") as f:
+                f.write(sealed)
+
+        def encrypt_file(threads: int) -> Callable[[], None]:
+            def run() -> None:
+                cb3.encrypt_file(key, src, dst, max_threads=threads)
+
+            return run
+
+        def decrypt_file(threads: int) -> Callable[[], None]:
+            def run() -> None:
+                cb3.decrypt_file(key, encrypted, dst, max_threads=threads)
+
+            return run
+
+        cases: dict[str, Callable[[], None]] = {
+            "cb3 encrypt_into (in memory), 1 thread": into(1),
+            "cb3 encrypt_into (in memory), 2 threads": into(2),
+            "read + encrypt_into + write (one message)": one_shot,
+            "cb3 encrypt_file, 1 thread": encrypt_file(1),
+            "cb3 encrypt_file, 2 threads": encrypt_file(2),
+            "cb3 decrypt_file, 1 thread": decrypt_file(1),
+            "cb3 decrypt_file, 2 threads": decrypt_file(2),
+        }
+        cases.update(_secretstream_cases(key, src, dst))
+        cases.update(_age_cases(workdir, src, dst))
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, case in cases.items():
+                if os.path.exists(dst):
+                    os.unlink(dst)
+                start = time.perf_counter()
+                case()
+                samples[name].append(time.perf_counter() - start)
+        del data, out
+        median = {name: statistics.median(values) for name, values in samples.items()}
+        reference = median["cb3 encrypt_into (in memory), 1 thread"]
+        lines = [
+            f"file rows: {file_size / 2**20:g} MiB file on {directory} ({os.cpu_count()} cores), "
+            f"median of {rounds} interleaved rounds, wall time end to end",
+        ]
+        for name, seconds in median.items():
+            extra = ""
+            single = name.replace("2 threads", "1 thread")
+            if single != name and single in median:
+                extra = f"  vs 1 thread {median[single] / seconds:5.2f}"
+            lines.append(
+                f"  {name:46} {seconds * 1e3:9.1f} ms {file_size / seconds / 1e6:7.0f} MB/s"
+                f"  vs into {reference / seconds:5.2f}{extra}"
+            )
+        missing = [n for n, ok in (("PyNaCl", _secretstream_cases(key, src, dst)), ("age", shutil.which("age"))) if not ok]
+        if missing:
+            lines.append(f"  (not installed, skipped: {', '.join(missing)})")
+        if sparse_size:
+            lines += sparse_rss(workdir, sparse_size)
+        return "\n".join(lines)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(file_size: str = "256M", sparse_size: str = "2G", rounds: int = 3, directory: str | None = None) -> int:
+    if directory is None:
+        directory = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    print(run(_size(file_size), _size(sparse_size), rounds, directory))
+    return 0

@@ -1,0 +1,238 @@
+"""`python -m cb3 encrypt` / `python -m cb3 decrypt`: files of any size in
+cb3's chunked stream format (cb3/chunked.py, docs/stream-format.md).
+
+    python -m cb3 encrypt --key-file KEY [-o OUT] [IN]
+    python -m cb3 decrypt --key-env CB3_KEY [-o OUT] [IN]
+
+The key comes from a file (32 raw bytes, or 64 hex digits) or an
+environment variable (64 hex digits), never from the command line, where
+other users could read it in the process list. IN and OUT default to `-`
+(stdin, stdout). A file output is written to a temporary file in its
+directory and renamed over OUT (after fsync) only when the whole input was
+processed, and for decrypt only when every chunk verified: on any failure no
+output is left and an existing OUT is untouched. Decrypting to stdout writes
+each chunk's plaintext once it verified, so on failure stdout has received
+the verified part of the stream (the exit status says it is incomplete).
+
+Exit status: 0 success; 1 the input is not a valid stream for this key
+(authentication failed, truncated, not a cb3 stream); 2 usage error (bad
+arguments or key, output exists without --force, ciphertext to a terminal);
+3 I/O error (cannot read the input or write the output, disk full);
+130 interrupted.
+
+`add_parser(subparsers)` registers both commands on an argparse
+subparsers object (func=run, returning the exit status); `main(argv)` runs
+them on their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from typing import IO, Any, Callable, Sequence
+
+import cb3
+from cb3.chunked import STREAM_CHUNK_SIZE, STREAM_MAX_CHUNK_SIZE, STREAM_MIN_CHUNK_SIZE
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: Inputs at least this large show a progress bar when stderr is a terminal.
+PROGRESS_MIN_SIZE = 64 * 1024 * 1024
+
+
+class UsageError(Exception):
+    pass
+
+
+def _threads(text: str) -> int:
+    if text == "auto":
+        return cb3.AUTO
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'auto', got {text!r}")
+    return value
+
+
+def _chunk_size(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not STREAM_MIN_CHUNK_SIZE <= value <= STREAM_MAX_CHUNK_SIZE:
+        raise argparse.ArgumentTypeError(f"must be in {STREAM_MIN_CHUNK_SIZE}..{STREAM_MAX_CHUNK_SIZE}")
+    return value
+
+
+class _RefuseKeyArgument(argparse.Action):
+    """--key VALUE: refused with an explanation (a key on the command line is
+    visible to every user in the process list and lands in shell history)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        parser.error("keys are never read from the command line (other users can see it): use --key-file or --key-env")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Registers `encrypt` and `decrypt` on an argparse subparsers object."""
+    for name in ("encrypt", "decrypt"):
+        verb = "Encrypt" if name == "encrypt" else "Decrypt and verify"
+        parser = subparsers.add_parser(
+            name,
+            allow_abbrev=False,
+            help=f"{verb} a file of any size (cb3 chunked stream format)",
+            description=f"{verb} a file or pipe in cb3's chunked stream format (docs/stream-format.md). "
+            "Exit status: 0 ok, 1 invalid or tampered stream / wrong key, 2 usage, 3 I/O error, 130 interrupted.",
+        )
+        parser.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+        parser.add_argument("-o", "--output", default="-", help="output file, or - for stdout (default)")
+        keys = parser.add_mutually_exclusive_group(required=True)
+        keys.add_argument("--key-file", metavar="PATH", help="file holding the key: 32 raw bytes or 64 hex digits")
+        keys.add_argument("--key-env", metavar="NAME", help="environment variable holding the key as 64 hex digits")
+        parser.add_argument("--key", action=_RefuseKeyArgument, nargs="?", help=argparse.SUPPRESS)
+        parser.add_argument(
+            "--associated-data",
+            metavar="TEXT",
+            help="associated data (UTF-8) bound to every chunk; decrypt must be given the same",
+        )
+        if name == "encrypt":
+            parser.add_argument(
+                "--chunk-size",
+                type=_chunk_size,
+                default=STREAM_CHUNK_SIZE,
+                help=f"plaintext bytes per chunk (default {STREAM_CHUNK_SIZE})",
+            )
+        parser.add_argument(
+            "--threads", type=_threads, default=1, metavar="N", help="threads to use: a number or 'auto' (default 1)"
+        )
+        parser.add_argument(
+            "--progress",
+            choices=("auto", "always", "never"),
+            default="auto",
+            help="progress bar on stderr: auto = for inputs of 64 MiB or more when stderr is a terminal",
+        )
+        parser.add_argument(
+            "-f",
+            "--force",
+            action="store_true",
+            help="overwrite an existing output file; write ciphertext to a terminal",
+        )
+        parser.set_defaults(func=run, command=name)
+
+
+def _key(args: argparse.Namespace) -> bytes:
+    if args.key_file is not None:
+        try:
+            with open(args.key_file, "rb") as f:
+                raw = f.read(1024)
+        except OSError as error:
+            raise UsageError(f"cannot read key file {args.key_file}: {error.strerror or error}") from None
+        if len(raw) == cb3.KEY_SIZE:
+            return raw
+        text, source = raw.strip(), f"key file {args.key_file}"
+    else:
+        value = os.environ.get(args.key_env)
+        if value is None:
+            raise UsageError(f"environment variable {args.key_env} is not set")
+        text, source = value.strip().encode(), f"environment variable {args.key_env}"
+    try:
+        key = bytes.fromhex(text.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        key = b""
+    if len(key) != cb3.KEY_SIZE:
+        raise UsageError(f"{source} must hold a {cb3.KEY_SIZE}-byte key: {cb3.KEY_SIZE} raw bytes or 64 hex digits")
+    return key
+
+
+def _input_size(source: IO[bytes]) -> int | None:
+    try:
+        info = os.fstat(source.fileno())
+    except (OSError, AttributeError, ValueError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def _progress(args: argparse.Namespace, name: str, size: int | None) -> tuple[Callable[[int], None] | None, Any]:
+    if size is None or args.progress == "never":
+        return None, None
+    if args.progress == "auto" and (size < PROGRESS_MIN_SIZE or not sys.stderr.isatty()):
+        return None, None
+    from cb3.b3sum import _Progress
+
+    bar = _Progress(name, size)
+    return bar.update, bar
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `encrypt` or `decrypt` for parsed arguments; returns the exit status."""
+    command = args.command
+    try:
+        return _run(args)
+    except UsageError as error:
+        print(f"cb3 {command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except cb3.StreamError as error:
+        where = "" if args.output == "-" else " (no output written)"
+        if args.output == "-" and command == "decrypt":
+            where = " (the output on stdout is incomplete: discard it)"
+        print(f"cb3 {command}: {args.input}: {error}{where}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        print(f"cb3 {command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as error:
+        name = f" {error.filename}" if error.filename else ""
+        print(f"cb3 {command}:{name} {error.strerror or error}", file=sys.stderr)
+        return EXIT_IO
+
+
+def _run(args: argparse.Namespace) -> int:
+    key = _key(args)
+    aad = None if args.associated_data is None else args.associated_data.encode("utf-8")
+    if args.output != "-" and os.path.exists(args.output) and not args.force:
+        raise UsageError(f"{args.output} exists (use --force to overwrite)")
+    if args.output == "-" and args.command == "encrypt" and sys.stdout.isatty() and not args.force:
+        raise UsageError("refusing to write ciphertext to a terminal: use -o FILE or redirect (or --force)")
+    source: Any
+    if args.input == "-":
+        source = sys.stdin.buffer
+    else:
+        try:
+            source = open(args.input, "rb")
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, args.input) from None
+    try:
+        if args.output == "-":
+            sys.stdout.flush()
+            sink: Any = sys.stdout.buffer
+        else:
+            sink = args.output  # a path: written atomically by the helpers
+        update, bar = _progress(args, args.input, _input_size(source))
+        try:
+            if args.command == "encrypt":
+                cb3.encrypt_file(
+                    key, source, sink, associated_data=aad, chunk_size=args.chunk_size,
+                    max_threads=args.threads, progress=update,
+                )
+            else:
+                cb3.decrypt_file(key, source, sink, associated_data=aad, max_threads=args.threads, progress=update)
+        finally:
+            if bar is not None:
+                bar.close()
+        if args.output == "-":
+            sys.stdout.buffer.flush()
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cb3")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    status: int = args.func(args)
+    return status

@@ -1,0 +1,140 @@
+/* cb3._cb3.Chunked: the chunk batches of cb3's encrypted file format, a thin
+ * shell over cb3_chunked_* (rustlib/src/chunked.rs). Private: cb3/chunked.py
+ * (EncryptingWriter, DecryptingReader, encrypt_file, decrypt_file) does the
+ * framing and is the public API. */
+#include "cb3ext.h"
+
+typedef struct {
+    cb3_chunked *chunked; /* owned; immutable, so shared freely between threads */
+} ChunkedObject;
+
+HPyType_HELPERS(ChunkedObject)
+
+HPyDef_SLOT(Chunked_new, HPy_tp_new)
+static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+{
+    static const cb3_argspec spec = {"Chunked", {"key", "header", "associated_data", "max_threads", NULL}, 4, 4};
+    HPy arg[4], owned[CB3_MAX_ARGS];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    uint64_t max_threads = 1;
+    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0 ||
+        cb3_arg_u64(ctx, arg[3], "max_threads", ctx->h_ValueError, &max_threads) < 0)
+        goto done;
+    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
+    const cb3_buffer *header = key ? cb3_borrow(ctx, &set, arg[1], "header", CB3_READ) : NULL;
+    const cb3_buffer *aad = header ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
+    if (aad == NULL)
+        goto done;
+    cb3_chunked *chunked = NULL;
+    cb3_result r = cb3_chunked_new(key->ptr, key->len, header->ptr, header->len, aad->ptr, aad->len,
+                                   (size_t)max_threads, &chunked);
+    if (r == CB3_RESULT_INVALID_ARGUMENT) {
+        cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
+        goto done;
+    }
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths given = {key->len, 0, 0};
+        cb3_raise(ctx, r, &given);
+        goto done;
+    }
+    ChunkedObject *self;
+    result = HPy_New(ctx, type, &self);
+    if (HPy_IsNull(result)) {
+        cb3_chunked_free(chunked);
+        goto done;
+    }
+    self->chunked = chunked;
+done:
+    cb3_release_all(ctx, &set);
+    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
+    return result;
+}
+
+HPyDef_SLOT(Chunked_destroy, HPy_tp_destroy)
+static void Chunked_destroy_impl(void *obj)
+{
+    ChunkedObject *self = (ChunkedObject *)obj;
+    cb3_chunked_free(self->chunked); /* wipes the key */
+    self->chunked = NULL;
+}
+
+typedef cb3_result (*chunked_op)(const cb3_chunked *, uint64_t, uint32_t, const uint8_t *, size_t, uint8_t *, size_t,
+                                 size_t *);
+
+/* (first_index, last, data, out) -> bytes written into out. */
+static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
+               chunked_op op)
+{
+    HPy arg[4];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    uint64_t first = 0;
+    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0 ||
+        cb3_arg_u64(ctx, arg[0], "first_index", ctx->h_OverflowError, &first) < 0)
+        return HPy_NULL;
+    int last = HPy_IsTrue(ctx, arg[1]);
+    if (last < 0)
+        return HPy_NULL;
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[2], "data", CB3_READ);
+    const cb3_buffer *out = data ? cb3_borrow(ctx, &set, arg[3], "out", CB3_WRITE) : NULL;
+    if (out == NULL)
+        goto done;
+    const cb3_chunked *chunked = CB3_INNER(ctx, self, ChunkedObject, chunked);
+    if (chunked == NULL)
+        goto done;
+    cb3_result r;
+    size_t written = 0;
+    CB3_RUN(ctx, &set, data->len, r,
+            op(chunked, first, (uint32_t)last, data->ptr, data->len, (uint8_t *)out->ptr, out->len, &written));
+    if (r == CB3_RESULT_INVALID_ARGUMENT) {
+        cb3_raisef(ctx, ctx->h_ValueError,
+                   "invalid chunk batch: a non-final batch must be whole chunks, only chunk 0 may be empty, "
+                   "and chunk indices end at 2**64 - 1");
+        goto done;
+    }
+    if (r != CB3_RESULT_OK) {
+        static const cb3_given_lengths none = {0, 0, 0};
+        cb3_raise(ctx, r, &none);
+        goto done;
+    }
+    result = HPyLong_FromSize_t(ctx, written);
+done:
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+HPyDef_METH(Chunked_seal_into, "seal_into", HPyFunc_KEYWORDS,
+            .doc = "seal_into(first_index, last, data, out) -> int\n\n"
+                   "Seal data as chunks first_index.. into out (cb3_chunked_seal); returns bytes written.")
+static HPy Chunked_seal_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"seal_into", {"first_index", "last", "data", "out", NULL}, 4, 0};
+    return run(ctx, self, args, nargs, kwnames, &spec, cb3_chunked_seal);
+}
+
+HPyDef_METH(Chunked_open_into, "open_into", HPyFunc_KEYWORDS,
+            .doc = "open_into(first_index, last, data, out) -> int\n\n"
+                   "Verify and decrypt chunks first_index.. into out (cb3_chunked_open); returns plaintext\n"
+                   "bytes written. cb3.DecryptionError if any chunk fails (no plaintext is left in out).")
+static HPy Chunked_open_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"open_into", {"first_index", "last", "data", "out", NULL}, 4, 0};
+    return run(ctx, self, args, nargs, kwnames, &spec, cb3_chunked_open);
+}
+
+CB3_TYPE_FIXES(Chunked, "cb3._cb3.Chunked", NULL)
+
+static HPyDef *Chunked_defines[] = {
+    &Chunked_new, &Chunked_destroy, &Chunked_seal_into, &Chunked_open_into, CB3_TYPE_FIXES_DEFS(Chunked) NULL,
+};
+
+HPyType_Spec cb3_Chunked_spec = {
+    .name = "cb3._cb3.Chunked",
+    .doc = "Chunked(key, header, associated_data, max_threads)\n\n"
+           "The chunks of one cb3 encrypted stream (docs/stream-format.md). Internal: use\n"
+           "cb3.EncryptingWriter, cb3.DecryptingReader, cb3.encrypt_file, cb3.decrypt_file.",
+    .basicsize = sizeof(ChunkedObject),
+    .builtin_shape = SHAPE(ChunkedObject),
+    .defines = Chunked_defines,
+};

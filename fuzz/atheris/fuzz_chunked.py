@@ -1,0 +1,176 @@
+"""atheris harness for cb3's chunked stream format (cb3.DecryptingReader,
+cb3.decrypt_file; scripts/fuzz.sh runs it as the `chunked` target).
+
+    python fuzz/atheris/fuzz_chunked.py chunked [libFuzzer options] [corpus dirs]
+
+Each input picks a stream (chunk size 64..300, plaintext of 0..3000 bytes,
+associated data, 1 or 2 threads) sealed by tests/reference.py (no cb3 code),
+then changes it: header fields (magic, version, any 32-bit chunk size, the
+nonce prefix), bit flips, truncation, insertion, and dropped, swapped,
+duplicated or foreign chunks; then reads it one of several ways: read(),
+reads of fuzzer-chosen sizes, a dribbling non-seekable source, decrypt_file,
+or a seek to a fuzzer-chosen offset.
+
+The oracle: the reader succeeds if and only if the reference decrypts the
+same bytes, and then returns the reference's plaintext; when it fails it
+raises a cb3.StreamError (StreamHeaderError exactly when the reference
+rejects the header), and everything it returned before that is a prefix of
+the original plaintext: no byte of a forged chunk ever comes out. A seek
+then read returns exactly the original bytes at that offset, or raises
+StreamError.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # reference.py
+
+import atheris  # noqa: E402
+
+with atheris.instrument_imports(include=["cb3"]):
+    import cb3  # noqa: E402
+
+import reference  # noqa: E402
+
+KEY = bytes(range(1, 33))
+HEADER = 27
+
+
+class Dribble(io.RawIOBase):
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.pos, self.step = data, 0, step
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: memoryview) -> int:  # type: ignore[override]
+        n = min(len(b), self.step, len(self.data) - self.pos)
+        b[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
+def header_valid(data: bytes) -> bool:
+    if len(data) < HEADER or data[:7] != b"CB3STRM" or data[7] != 1:
+        return False
+    return 64 <= int.from_bytes(data[8:12], "big") <= 2**24
+
+
+def mutate(fdp: atheris.FuzzedDataProvider, stream: bytes, chunk_size: int, other: bytes) -> bytes:
+    data = bytearray(stream)
+    piece = chunk_size + 32
+    for _ in range(fdp.ConsumeIntInRange(0, 3)):
+        kind = fdp.ConsumeIntInRange(0, 9)
+        if kind == 0 and data:
+            at = fdp.ConsumeIntInRange(0, len(data) - 1)
+            data[at] ^= 1 << fdp.ConsumeIntInRange(0, 7)
+        elif kind == 1:
+            del data[fdp.ConsumeIntInRange(0, len(data)) :]
+        elif kind == 2:
+            at = fdp.ConsumeIntInRange(0, len(data))
+            data[at:at] = fdp.ConsumeBytes(fdp.ConsumeIntInRange(1, 64))
+        elif kind == 3 and len(data) >= 12:
+            data[8:12] = fdp.ConsumeIntInRange(0, 2**32 - 1).to_bytes(4, "big")
+        elif kind == 4 and len(data) >= 8:
+            data[fdp.ConsumeIntInRange(0, 7)] = fdp.ConsumeIntInRange(0, 255)
+        else:
+            body = data[HEADER:]
+            chunks = [body[i : i + piece] for i in range(0, len(body), piece)]
+            if not chunks:
+                continue
+            i = fdp.ConsumeIntInRange(0, len(chunks) - 1)
+            j = fdp.ConsumeIntInRange(0, len(chunks) - 1)
+            if kind == 5:
+                del chunks[i]
+            elif kind == 6:
+                chunks[i], chunks[j] = chunks[j], chunks[i]
+            elif kind == 7:
+                chunks.insert(i, chunks[j])
+            elif kind == 8:
+                foreign = [other[HEADER:][k : k + piece] for k in range(0, len(other) - HEADER, piece)]
+                if foreign:
+                    chunks[i] = foreign[min(i, len(foreign) - 1)]
+            else:
+                data[12:HEADER] = other[12:HEADER]  # another stream's nonce prefix
+                continue
+            data[HEADER:] = b"".join(chunks)
+    return bytes(data)
+
+
+def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
+    chunk_size = fdp.ConsumeIntInRange(64, 300)
+    plaintext = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 3000))
+    aad = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 20))
+    threads = fdp.ConsumeIntInRange(1, 2)
+    prefix = bytes(15)
+    stream = reference.stream_encrypt(KEY, plaintext, nonce_prefix=prefix, chunk_size=chunk_size, aad=aad)
+    other = reference.stream_encrypt(KEY, plaintext, nonce_prefix=b"\x01" * 15, chunk_size=chunk_size, aad=aad)
+    data = mutate(fdp, stream, chunk_size, other)
+    try:
+        expected: bytes | None = reference.stream_decrypt(KEY, data, aad)
+    except reference.ReferenceDecryptionError:
+        expected = None
+    mode = fdp.ConsumeIntInRange(0, 4)
+    step = fdp.ConsumeIntInRange(1, 500)
+    got = bytearray()
+    error: BaseException | None = None
+    try:
+        if mode == 3:
+            sink = io.BytesIO()
+            try:
+                cb3.decrypt_file(KEY, io.BytesIO(data), sink, associated_data=aad, max_threads=threads)
+            finally:
+                got += sink.getvalue()
+        elif mode == 4:
+            reader = cb3.DecryptingReader(io.BytesIO(data), KEY, associated_data=aad, max_threads=threads)
+            offset = fdp.ConsumeIntInRange(0, len(plaintext) + 10)
+            reader.seek(offset)
+            part = reader.read(step)
+            if part != plaintext[offset : offset + step]:
+                raise AssertionError(f"seek({offset}) read {part!r}")
+            return
+        else:
+            source = Dribble(data, step) if mode == 2 else io.BytesIO(data)
+            reader = cb3.DecryptingReader(source, KEY, associated_data=aad, max_threads=threads)
+            if mode == 0:
+                got += reader.read()
+            else:
+                while part := reader.read(step):
+                    got += part
+    except cb3.StreamError as raised:
+        error = raised
+    if error is None:
+        if expected is None or bytes(got) != expected:
+            raise AssertionError("cb3 accepted a stream the reference rejects, or returned other bytes")
+        return
+    if mode == 4:
+        return
+    if expected is not None:
+        raise AssertionError(f"cb3 rejected a valid stream: {error!r}")
+    if isinstance(error, cb3.StreamHeaderError) != (not header_valid(data)):
+        raise AssertionError(f"header verdict differs from the reference: {error!r}")
+    if not plaintext.startswith(bytes(got)):
+        raise AssertionError("bytes of a forged chunk were returned")
+
+
+TARGETS = {"chunked": target_chunked}
+
+
+def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] not in TARGETS:
+        sys.exit(f"usage: {sys.argv[0]} {{{','.join(TARGETS)}}} [libFuzzer options] [corpus dirs]")
+    target = TARGETS[sys.argv.pop(1)]
+
+    def one_input(data: bytes) -> None:
+        target(atheris.FuzzedDataProvider(data))
+
+    atheris.Setup(sys.argv, one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

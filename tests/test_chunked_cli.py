@@ -1,0 +1,239 @@
+"""`python -m cb3 encrypt` / `decrypt` (cb3/cli_files.py): keys from files
+and the environment, stdin/stdout, exit codes, atomic output, disk full,
+and a sparse file round trip in the memory of a few chunks."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import cb3
+from cb3 import chunked, cli_files
+
+KEY = bytes(range(1, 33))
+
+
+def cb3_cli(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "cb3", *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+@pytest.fixture
+def key_file(tmp_path: Path) -> str:
+    path = tmp_path / "key"
+    path.write_bytes(KEY)
+    return str(path)
+
+
+def test_round_trip_paths_and_env(tmp_path: Path, key_file: str) -> None:
+    src, enc, dec = tmp_path / "in", tmp_path / "in.cb3", tmp_path / "out"
+    data = os.urandom(300_000)
+    src.write_bytes(data)
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(enc), str(src), "--threads", "2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"" and enc.read_bytes()[:7] == b"CB3STRM"
+    r = cb3_cli("decrypt", "--key-env", "CB3_TEST_KEY", "-o", str(dec), str(enc), env={"CB3_TEST_KEY": KEY.hex()})
+    assert r.returncode == 0, r.stderr
+    assert dec.read_bytes() == data
+    # The library reads what the CLI wrote and the other way round.
+    assert cb3.DecryptingReader(open(enc, "rb"), KEY).read() == data
+    hex_key = tmp_path / "hexkey"
+    hex_key.write_text(KEY.hex() + "\n")
+    r = cb3_cli("decrypt", "--key-file", str(hex_key), str(enc))
+    assert r.returncode == 0 and r.stdout == data
+
+
+def test_stdin_stdout_and_associated_data(key_file: str) -> None:
+    data = os.urandom(100_000)
+    enc = cb3_cli("encrypt", "--key-file", key_file, "--associated-data", "v1", "--chunk-size", "4096", stdin=data)
+    assert enc.returncode == 0, enc.stderr
+    assert len(enc.stdout) == 27 + len(data) + 32 * -(-len(data) // 4096)
+    dec = cb3_cli("decrypt", "--key-file", key_file, "--associated-data", "v1", "-", "-o", "-", stdin=enc.stdout)
+    assert dec.returncode == 0 and dec.stdout == data
+    wrong = cb3_cli("decrypt", "--key-file", key_file, stdin=enc.stdout)
+    assert wrong.returncode == 1 and wrong.stdout == b""
+    assert b"chunk 0 failed to authenticate" in wrong.stderr and b"discard" in wrong.stderr
+
+
+def test_failures_leave_no_output(tmp_path: Path, key_file: str) -> None:
+    src, enc, dec = tmp_path / "in", tmp_path / "in.cb3", tmp_path / "out"
+    src.write_bytes(os.urandom(200_000))
+    assert cb3_cli("encrypt", "--key-file", key_file, "-o", str(enc), str(src)).returncode == 0
+    stream = enc.read_bytes()
+    cases = {
+        "truncated": (stream[: 27 + 2 * (65536 + 32)], b"truncated stream"),
+        "tampered": (stream[:-1] + bytes([stream[-1] ^ 1]), b"chunk 3 failed to authenticate"),
+        "not a stream": (b"hello" * 10, b"not a cb3 stream"),
+    }
+    for name, (content, message) in cases.items():
+        enc.write_bytes(content)
+        r = cb3_cli("decrypt", "--key-file", key_file, "-o", str(dec), str(enc))
+        assert r.returncode == 1, name
+        assert message in r.stderr and b"no output written" in r.stderr, r.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "in.cb3", "key"], name
+    enc.write_bytes(stream)
+    other_key = tmp_path / "other"
+    other_key.write_bytes(bytes(32))
+    r = cb3_cli("decrypt", "--key-file", str(other_key), "-o", str(dec), str(enc))
+    assert r.returncode == 1 and not dec.exists()
+
+
+def test_usage_errors(tmp_path: Path, key_file: str) -> None:
+    src = tmp_path / "in"
+    src.write_bytes(b"data")
+    out = tmp_path / "exists"
+    out.write_bytes(b"keep")
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(out), str(src))
+    assert r.returncode == 2 and b"exists" in r.stderr and out.read_bytes() == b"keep"
+    assert cb3_cli("encrypt", "--key-file", key_file, "-o", str(out), "--force", str(src)).returncode == 0
+    assert out.read_bytes() != b"keep"
+    short = tmp_path / "short"
+    short.write_bytes(b"x" * 31)
+    for args, message in [
+        (["--key-file", str(short)], b"must hold a 32-byte key"),
+        (["--key-file", str(tmp_path / "missing")], b"cannot read key file"),
+        (["--key-env", "CB3_NOT_SET_ANYWHERE"], b"is not set"),
+        ([], b"one of the arguments --key-file --key-env is required"),
+        (["--key", KEY.hex()], b"never read from the command line"),
+        (["--key-file", key_file, "--key=" + KEY.hex()], b"never read from the command line"),
+        (["--key-file", key_file, "--threads", "0"], b"positive number"),
+        (["--key-file", key_file, "--chunk-size", "10"], b"must be in 64.."),
+    ]:
+        r = cb3_cli("encrypt", *args, str(src))
+        assert r.returncode == 2, (args, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+    r = cb3_cli("encrypt", "--key-file", key_file, str(tmp_path / "missing"))
+    assert r.returncode == 3 and b"No such file" in r.stderr
+
+
+def test_progress_bar(tmp_path: Path, key_file: str) -> None:
+    src = tmp_path / "in"
+    src.write_bytes(bytes(3 << 20))
+    r = cb3_cli("encrypt", "--key-file", key_file, "--progress", "always", "-o", str(tmp_path / "o"), str(src))
+    assert r.returncode == 0 and b"MiB" in r.stderr
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(tmp_path / "p"), str(src))
+    assert r.returncode == 0 and r.stderr == b""  # not a terminal
+
+
+def test_disk_full_in_process(tmp_path: Path, key_file: str, monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A write that fails with ENOSPC half way: exit 3, no partial output."""
+    src, enc = tmp_path / "in", tmp_path / "in.cb3"
+    src.write_bytes(os.urandom(1 << 20))
+    assert cli_files.main(["encrypt", "--key-file", key_file, "-o", str(enc), str(src)]) == 0
+    real = chunked._write_all
+    written = [0]
+
+    def filling_up(sink: object, data: memoryview) -> None:
+        written[0] += len(data)
+        if written[0] > 300_000:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(sink, data)
+
+    monkeypatch.setattr(chunked, "_write_all", filling_up)
+    for command, source in (("decrypt", enc), ("encrypt", src)):
+        written[0] = 0
+        out = tmp_path / f"{command}.out"
+        assert cli_files.main([command, "--key-file", key_file, "-o", str(out), str(source)]) == 3
+        assert "No space left on device" in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "in.cb3", "key"]
+
+
+def test_disk_full_on_a_small_tmpfs(tmp_path: Path, key_file: str) -> None:
+    """The real thing: a 1 MiB tmpfs (needs root to mount)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root: run this test as root (scripts/test.sh does in CI)")
+    if shutil.which("mount") is None or shutil.which("umount") is None:
+        pytest.skip("no mount command here (the PyPy chroot has none): the CPython run on the host covers this")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "cb3-test", str(mount)]).returncode != 0:
+        pytest.skip("mount -t tmpfs failed (no CAP_SYS_ADMIN in this container?): run as root on a full system")
+    try:
+        src = tmp_path / "in"
+        src.write_bytes(os.urandom(3 << 20))
+        r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(mount / "out.cb3"), str(src))
+        assert r.returncode == 3, r.stderr
+        assert b"No space left on device" in r.stderr
+        assert list(mount.iterdir()) == []
+        small = tmp_path / "small.cb3"
+        assert cb3_cli("encrypt", "--key-file", key_file, "-o", str(small), str(src)).returncode == 0
+        r = cb3_cli("decrypt", "--key-file", key_file, "-o", str(mount / "out"), str(small))
+        assert r.returncode == 3 and list(mount.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+# The test runs a 256 MiB sparse file (the bench runs 2 GiB: python -m cb3 bench).
+SPARSE_SIZE = 256 << 20
+RSS_WRAPPER = textwrap.dedent(
+    """
+    import json, resource, subprocess, sys
+    status = subprocess.run(sys.argv[1:]).returncode
+    print(json.dumps([status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024]))
+    """
+)
+
+
+def run_measured(*args: str) -> tuple[int, int]:
+    """Exit status and peak RSS (bytes) of `python -m cb3 ARGS`."""
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_WRAPPER, sys.executable, "-P", "-m", "cb3", *args],
+        capture_output=True, check=True, timeout=600,
+    )
+    status, rss = json.loads(out.stdout.splitlines()[-1])
+    return status, rss
+
+
+@pytest.mark.slow
+def test_sparse_file_round_trip_in_bounded_memory(tmp_path: Path, key_file: str) -> None:
+    src, enc, dec = tmp_path / "sparse", tmp_path / "sparse.cb3", tmp_path / "sparse.out"
+    with open(src, "wb") as f:
+        f.truncate(SPARSE_SIZE)
+        f.seek(SPARSE_SIZE // 2)
+        f.write(b"middle")
+    baseline = run_measured("--cflags")[1]  # the interpreter with cb3 imported
+    status, encrypt_rss = run_measured("encrypt", "--key-file", key_file, "-o", str(enc), str(src))
+    assert status == 0
+    assert enc.stat().st_size == 27 + SPARSE_SIZE + 32 * (SPARSE_SIZE // 65536)
+    src.unlink()
+    status, decrypt_rss = run_measured("decrypt", "--key-file", key_file, "-o", str(dec), str(enc))
+    assert status == 0
+    enc.unlink()
+    assert dec.stat().st_size == SPARSE_SIZE
+    with open(dec, "rb") as f:
+        f.seek(SPARSE_SIZE // 2 - 3)
+        assert f.read(10) == b"\0\0\0middle\0"
+        f.seek(0)
+        zero = bytes(1 << 20)
+        for offset in range(0, SPARSE_SIZE, 1 << 20):
+            block = f.read(1 << 20)
+            assert block == zero or offset == SPARSE_SIZE // 2
+    # A few batches of 256 KiB of plaintext and ciphertext, not the file.
+    # PyPy adds its JIT's code and a collector that frees late (measured
+    # there: about +19 MiB; a PyPy that held on to every written buffer
+    # would be at +800 MiB, see cb3/chunked.py _COLLECT_STEP).
+    bound = (48 if sys.implementation.name == "pypy" else 16) << 20
+    for rss in (encrypt_rss, decrypt_rss):
+        assert rss - baseline < bound, (rss, baseline)
+    from helpers import MEASUREMENTS
+
+    MEASUREMENTS["cli 256 MiB sparse round trip, peak RSS above `python -m cb3 --cflags`"] = (
+        f"encrypt +{(encrypt_rss - baseline) / 2**20:.1f} MiB, decrypt +{(decrypt_rss - baseline) / 2**20:.1f} MiB "
+        f"(baseline {baseline / 2**20:.1f} MiB)"
+    )
