@@ -201,6 +201,12 @@ typedef enum cb3_result {
    * when the error had none.
    */
   CB3_RESULT_IO_ERROR = 3011,
+  /**
+   * Memory for a private working copy could not be allocated (a
+   * decryption into a caller's buffer stages the ciphertext in a private
+   * copy as long as the message). Nothing was written.
+   */
+  CB3_RESULT_OUT_OF_MEMORY = 3012,
 } cb3_result;
 
 /**
@@ -354,7 +360,12 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  * `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
  * bytes. The tag is checked (in constant time) over the whole input before
  * a single byte of `out` is written, so unverified plaintext is never
- * released.
+ * released. Every ciphertext byte is read once, into a private copy that
+ * is MACed and then decrypted into `out` (the copy is as long as the
+ * message and freed before returning; messages under 512 bytes use the
+ * stack): what another thread or process writes into `ciphertext` during
+ * the call either fails the tag or is not used. For a freshly allocated
+ * `out`, `cb3_aead_decrypt_private` skips the copy.
  *
  * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
  * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
@@ -378,6 +389,7 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
  *   exactly in place.
  * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ * - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
  *
  * On failure nothing is written: `out` and `*out_n` are left as they were
  * (in place, the buffer still holds the ciphertext).
@@ -392,6 +404,32 @@ enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
                                  uint8_t *out,
                                  size_t out_len,
                                  size_t *out_n);
+
+/**
+ * `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
+ * the call (memory the caller has just allocated and not yet shared), in
+ * one pass: each piece of the ciphertext is copied into `out`, MACed there
+ * and decrypted in place. It writes unverified plaintext into `out`, so on
+ * failure `out` is wiped (all zeros, for messages of 512 bytes or more;
+ * shorter ones are verified first and `out` is left as it was) and the
+ * caller must discard it. The Python package uses it for the bytes objects it
+ * returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
+ * otherwise.
+ *
+ * `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
+ * long as the message, for messages of 512 bytes or more) so that plaintext
+ * reaches `out` only after the tag has verified, whoever else can see it.
+ */
+enum cb3_result cb3_aead_decrypt_private(const struct cb3_aead *aead,
+                                         const uint8_t *nonce,
+                                         size_t nonce_len,
+                                         const uint8_t *ciphertext,
+                                         size_t ciphertext_len,
+                                         const uint8_t *aad,
+                                         size_t aad_len,
+                                         uint8_t *out,
+                                         size_t out_len,
+                                         size_t *out_n);
 
 /**
  * Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
@@ -470,6 +508,23 @@ enum cb3_result cb3_aead_decrypt_detached(const struct cb3_aead *aead,
                                           size_t aad_len,
                                           uint8_t *plaintext_out,
                                           size_t plaintext_out_len);
+
+/**
+ * `cb3_aead_decrypt_detached` for a `plaintext_out` that nothing else
+ * reads or writes during the call, in one pass; on failure it is wiped (all
+ * zeros). See `cb3_aead_decrypt_private`.
+ */
+enum cb3_result cb3_aead_decrypt_detached_private(const struct cb3_aead *aead,
+                                                  const uint8_t *nonce,
+                                                  size_t nonce_len,
+                                                  const uint8_t *ciphertext,
+                                                  size_t ciphertext_len,
+                                                  const uint8_t *tag,
+                                                  size_t tag_len,
+                                                  const uint8_t *aad,
+                                                  size_t aad_len,
+                                                  uint8_t *plaintext_out,
+                                                  size_t plaintext_out_len);
 
 /**
  * Encrypts `buf` in place (`buf_len` bytes, the ciphertext is as long as
@@ -902,6 +957,20 @@ enum cb3_result cb3_stream_decrypt(const struct cb3_stream *stream,
                                    uint8_t *out,
                                    size_t out_len,
                                    size_t *out_n);
+
+/**
+ * `cb3_stream_decrypt` for an `out` that nothing else reads or writes
+ * during the call, in one pass; on failure it is wiped (all zeros) and the
+ * index does not move. See `cb3_aead_decrypt_private`.
+ */
+enum cb3_result cb3_stream_decrypt_private(const struct cb3_stream *stream,
+                                           const uint8_t *ciphertext,
+                                           size_t ciphertext_len,
+                                           const uint8_t *aad,
+                                           size_t aad_len,
+                                           uint8_t *out,
+                                           size_t out_len,
+                                           size_t *out_n);
 
 #ifdef __cplusplus
 }  // extern "C"
