@@ -214,6 +214,12 @@ impl Span {
     }
 
     /// # Safety
+    /// `offset` is at most the span's length.
+    unsafe fn at(&self, offset: usize) -> *mut u8 {
+        self.ptr.add(offset)
+    }
+
+    /// # Safety
     /// `range` lies within the span and no other reference to it is live.
     #[allow(clippy::mut_from_ref)]
     unsafe fn get(&self, range: Range<usize>) -> &mut [u8] {
@@ -232,6 +238,13 @@ impl Span {
 type PieceFn<'a> = dyn Fn(Range<usize>, &mut blake3::Hasher, &mut ChaCha20Legacy, bool, &mut [u8]) -> Cb3Result<()>
     + Sync
     + 'a;
+
+thread_local! {
+    /// Each thread's piece buffer for `seal` (PIECE bytes, allocated on its
+    /// first message of 512 bytes or more and kept; it only ever holds
+    /// ciphertext when a call returns).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// One pass over a message: the MAC input `aad || le64(|aad|) || ct ||
 /// le64(|ct|)` as a BLAKE3 tree (with the `hazmat` subtree functions), whose
@@ -314,14 +327,32 @@ impl<'a> Pass<'a> {
             if ct_start < ct_stop {
                 let (first, stop) = (ct_start - self.head, ct_stop - self.head);
                 let mut stream = self.keys.keystream(first)?;
-                let mut scratch = private_buffer(PIECE.min(stop - first))?;
-                let mut at = first;
-                while at < stop {
-                    // The next piece boundary, aligned in the MAC input.
-                    let next = (((at + self.head) / PIECE + 1) * PIECE - self.head).min(stop);
-                    (self.piece)(at..next, &mut mac, &mut stream, next == stop, &mut scratch)?;
-                    at = next;
-                }
+                SCRATCH.with(|cell| -> Cb3Result<()> {
+                    // This thread's piece buffer (kept: allocating and zeroing
+                    // 256 KiB per call cost a few % at 1 MiB), or a new one if
+                    // a piece function ever ran a nested pass on this thread.
+                    let mut owned;
+                    let mut borrowed = cell.try_borrow_mut();
+                    let scratch: &mut Vec<u8> = match borrowed.as_deref_mut() {
+                        Ok(kept) => kept,
+                        Err(_) => {
+                            owned = Vec::new();
+                            &mut owned
+                        }
+                    };
+                    if scratch.len() < PIECE {
+                        scratch.try_reserve_exact(PIECE).map_err(|_| cb3_result::OutOfMemory)?;
+                        scratch.resize(PIECE, 0);
+                    }
+                    let mut at = first;
+                    while at < stop {
+                        // The next piece boundary, aligned in the MAC input.
+                        let next = (((at + self.head) / PIECE + 1) * PIECE - self.head).min(stop);
+                        (self.piece)(at..next, &mut mac, &mut stream, next == stop, scratch)?;
+                        at = next;
+                    }
+                    Ok(())
+                })?;
             }
             if end > ct_end {
                 Self::feed_fixed(&mut mac, [&[], &self.ct_len_le], start.max(ct_end) - ct_end, end - ct_end);
@@ -330,25 +361,6 @@ impl<'a> Pass<'a> {
         })();
         mac.zeroize();
         result
-    }
-}
-
-/// A zeroed buffer of `len` bytes, or `OutOfMemory` instead of an abort.
-/// (`alloc_zeroed`: fresh pages from the OS are not written twice.)
-fn private_buffer(len: usize) -> Cb3Result<Vec<u8>> {
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| cb3_result::OutOfMemory)?;
-    // SAFETY: `layout` has a non-zero size; a non-null result is `len`
-    // zeroed bytes allocated by the global allocator with that layout, which
-    // is what `Vec::from_raw_parts` requires for a Vec<u8> of capacity `len`.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout);
-        if ptr.is_null() {
-            return Err(cb3_result::OutOfMemory);
-        }
-        Ok(Vec::from_raw_parts(ptr, len, len))
     }
 }
 
@@ -488,20 +500,31 @@ fn open_with(
         _ => {
             // Staged: a private copy of the ciphertext, verified, then
             // decrypted from that copy into `out`.
-            let mut staging = private_buffer(len)?;
-            let stage = Span::of(&mut staging);
+            // (Not zeroed first: every byte is written before it is read.)
+            let mut staging: Vec<u8> = Vec::new();
+            staging.try_reserve_exact(len).map_err(|_| cb3_result::OutOfMemory)?;
+            let stage = Span { ptr: staging.as_mut_ptr(), len };
             let from = Span::of(out);
             let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, _: &mut ChaCha20Legacy, _: bool, _: &mut [u8]| {
-                // SAFETY: each range is handled by one thread only.
-                let dst = unsafe { stage.get(range.clone()) };
-                match source {
-                    Source::InPlace => dst.copy_from_slice(unsafe { from.get(range) }),
-                    Source::Separate(input) => dst.copy_from_slice(&input[range]),
-                }
+                let src = match source {
+                    // SAFETY: each range is handled by one thread only.
+                    Source::InPlace => unsafe { from.get(range.clone()) },
+                    Source::Separate(input) => &input[range.clone()],
+                };
+                // SAFETY: `range` lies within the capacity of `staging`, and
+                // its bytes are initialized by this copy before the slice
+                // over them is formed.
+                let dst = unsafe {
+                    let at = stage.at(range.start);
+                    ptr::copy_nonoverlapping(src.as_ptr(), at, range.len());
+                    std::slice::from_raw_parts(at, range.len())
+                };
                 mac.update(dst);
                 Ok(())
             };
             Pass::run(keys, aad, len, threads, &piece).and_then(verify)?;
+            // SAFETY: the pass wrote every byte of 0..len (pieces cover the message).
+            unsafe { staging.set_len(len) };
             xor_into(keys, Source::Separate(&staging), out, threads)
         }
     }
