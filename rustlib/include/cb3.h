@@ -294,9 +294,10 @@ enum cb3_result cb3_aead_new(const uint8_t *key, size_t key_len, struct cb3_aead
  * 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
  * calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
  * 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
- * output is byte-for-byte the same for every `max_threads`. The threads
- * belong to a pool per thread count that cb3 creates on first use and keeps
- * for the life of the process.
+ * output is byte-for-byte the same for every `max_threads`. `max_threads`
+ * is capped at the cores the process may use; the threads belong to a pool
+ * per (capped) thread count, shared with every cipher and hasher of that
+ * count, created on first use and ended when the last of them is freed.
  *
  * Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
  * written and nothing is allocated.
@@ -693,7 +694,9 @@ const char *cb3_result_message(unsigned int result);
  *
  * `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
  * process-wide pool, one thread per logical core) or a larger maximum
- * number of threads for a pool owned by the hasher. Pools are built on the
+ * number of threads (capped at the usable cores) for the pool that every
+ * hasher and cipher of that count shares, ended with the last of them.
+ * Pools are built on the
  * first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
  * child process after `fork()`. Smaller inputs are always hashed on the
  * calling thread; the digest does not depend on `max_threads`. On failure

@@ -665,9 +665,10 @@ pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: 
 /// 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
 /// calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
 /// 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
-/// output is byte-for-byte the same for every `max_threads`. The threads
-/// belong to a pool per thread count that cb3 creates on first use and keeps
-/// for the life of the process.
+/// output is byte-for-byte the same for every `max_threads`. `max_threads`
+/// is capped at the cores the process may use; the threads belong to a pool
+/// per (capped) thread count, shared with every cipher and hasher of that
+/// count, created on first use and ended when the last of them is freed.
 ///
 /// Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
 /// written and nothing is allocated.

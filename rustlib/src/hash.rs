@@ -8,8 +8,9 @@
 //! thread. With `CB3_BLAKE3_AUTO` (0) large inputs are hashed with
 //! `Hasher::update_rayon` on a process-wide rayon pool of rayon's default
 //! size (one thread per logical core, or `RAYON_NUM_THREADS`). With
-//! `max_threads > 1` the hasher owns a rayon pool of that many threads,
-//! shared with its copies. Pools are built on the first input large enough
+//! `max_threads > 1` the hasher uses the pool of that many threads (capped at
+//! the usable cores) that every hasher and cipher of the same count shares,
+//! and which ends with the last of them (`parallel::shared_pool`). Pools are built on the first input large enough
 //! to use them: inputs below [`CB3_BLAKE3_PARALLEL_MIN`] are hashed on the
 //! calling thread in every mode (rayon only costs time there). The digest
 //! never depends on the mode.
@@ -185,7 +186,9 @@ unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&
 ///
 /// `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
 /// process-wide pool, one thread per logical core) or a larger maximum
-/// number of threads for a pool owned by the hasher. Pools are built on the
+/// number of threads (capped at the usable cores) for the pool that every
+/// hasher and cipher of that count shares, ended with the last of them.
+/// Pools are built on the
 /// first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
 /// child process after `fork()`. Smaller inputs are always hashed on the
 /// calling thread; the digest does not depend on `max_threads`. On failure

@@ -6,6 +6,11 @@
 //! BLAKE3 is a tree hash, so the MAC's `update_rayon` hashes subtrees in
 //! parallel. The bytes never depend on the thread count.
 //!
+//! Pools: `max_threads` is capped at the usable cores, and objects with the
+//! same capped count share one pool, which ends with its last user
+//! (`shared_pool`): a process never holds more than one pool per count from
+//! 2 to the number of cores, plus the AUTO pool of multi-threaded hashers.
+//!
 //! Fork safety: a child process made by `fork()` has none of its parent's
 //! pool threads, so a rayon pool inherited from the parent (rayon's global
 //! pool included) would wait forever for them. Every pool here remembers the
