@@ -53,9 +53,9 @@ SIZE = 1 << 20  # reaches the multi-threaded path (1 MiB); releases the GIL
 TRIALS = 16  # per attack that waits for cb3 (each one failed the old code when the writer was on a core)
 # Flipping: the old code's two reads of the byte were half a call apart and
 # failed when they disagreed, about 1 call in 4 once the call is long enough
-# for the writer to get a core in between on a loaded machine (8 MiB).
-FLIP_SIZE = 8 << 20
-FLIP_TRIALS = 32
+# for the writer to get a core in between on a loaded machine (2 MiB).
+FLIP_SIZE = 2 << 20
+FLIP_TRIALS = 24
 # Encryption: the old code wrote a piece of ciphertext, then MACed it; the
 # watched byte is near the end, so that the writer is up and watching by then.
 ENCRYPT_SIZE = 4 << 20
@@ -74,7 +74,7 @@ BIG_STREAM_SEALED = cb3.Stream(KEY, NONCE).encrypt(BIG_PLAINTEXT, AAD)
 # INDEX before cb3 gets there.
 WATCH = SIZE // 2 + (64 << 10)
 INDEX = SIZE // 2 + (256 << 10)
-FLIP_INDEX = FLIP_SIZE // 2 + (256 << 10)
+FLIP_INDEX = (256 << 10) + 777  # early: read by the MAC at once, by the XOR half a call later
 DELTA = 0x5A
 SENTINEL = 0xA5
 ENCRYPT_PLAINTEXT = random.Random(12).randbytes(ENCRYPT_SIZE)
@@ -122,10 +122,15 @@ class ThreadAttacker:
     def _run(self) -> None:
         buf, attack = self.buf, self.attack
         if isinstance(attack, Flip):
+            # Flips only while a call runs, so that the test's own Python code
+            # between calls does not wait for the GIL.
             index, (a, b) = attack.index, attack.values
             while not self.stop:
-                buf[index] = a
-                buf[index] = b
+                self.go.wait()
+                while self.go.is_set() and not self.stop:
+                    for _ in range(100):
+                        buf[index] = a
+                        buf[index] = b
             return
         while True:
             self.go.wait()
@@ -145,7 +150,9 @@ class ThreadAttacker:
 
     def after_call(self) -> None:
         self.finished = True
-        if isinstance(self.attack, AfterWrite):
+        if isinstance(self.attack, Flip):
+            self.go.clear()
+        else:
             assert self.done.wait(30), "the attacking thread did not write"
 
     def close(self) -> None:
@@ -265,7 +272,9 @@ def _expect_big_plaintext(_: bytes, result: Any, error: Optional[Exception]) -> 
 
 def _allocating(route: Callable[[Any], Any], initial: bytes) -> Route:
     """A call with a private output: the writer flips one ciphertext byte."""
-    flip = Flip(FLIP_INDEX, (initial[FLIP_INDEX], initial[FLIP_INDEX] ^ DELTA))
+    # Each burst ends on the genuine byte, so that a writer that is not
+    # running leaves the ciphertext intact (the MAC's read then succeeds).
+    flip = Flip(FLIP_INDEX, (initial[FLIP_INDEX] ^ DELTA, initial[FLIP_INDEX]))
     return Route(initial, route, _expect_big_plaintext, flip)
 
 
@@ -357,8 +366,9 @@ ROUTES: dict[str, Route] = {
 @contextmanager
 def separate_cores(attacker_id: Callable[[], int]) -> Iterator[None]:
     """Runs every thread of this process on one core and the attacker (a
-    thread or process id) on another, where the platform allows: the attack
-    then never waits for a core that cb3 holds, so it lands on time."""
+    thread or process id) on another, at a higher priority where allowed:
+    the attack then never waits for a core that cb3 holds, so it lands on
+    time even on a loaded machine."""
     if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
         yield
         return
@@ -375,6 +385,11 @@ def separate_cores(attacker_id: Callable[[], int]) -> Iterator[None]:
     pin_all({ours})
     try:
         os.sched_setaffinity(attacker_id(), {theirs})
+        try:
+            # Ahead of other work on its core (allowed to root, as in CI).
+            os.setpriority(os.PRIO_PROCESS, attacker_id(), -10)
+        except (OSError, AttributeError):
+            pass
         yield
     finally:
         pin_all(original)
