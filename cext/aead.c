@@ -7,8 +7,6 @@ typedef struct {
 
 HPyType_HELPERS(CipherObject)
 
-static const cb3_given_lengths no_lengths = {0, 0, 0};
-
 static cb3_given_lengths lengths(const cb3_buffer *nonce, const cb3_buffer *tag)
 {
     cb3_given_lengths given = {0, nonce ? nonce->len : 0, tag ? tag->len : 0};
@@ -137,21 +135,17 @@ static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_
     const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
     const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
     const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL)
-        goto done;
-    if (data->len < CB3_TAG_SIZE) {
-        cb3_raise(ctx, CB3_RESULT_DECRYPTION_FAILED, &no_lengths);
-        goto done;
-    }
-    if (cb3_output_new(ctx, data->len - CB3_TAG_SIZE, &out) < 0)
+    /* An input shorter than the tag gets an empty output; Rust then orders
+     * the checks (a wrong nonce length first, then DecryptionError). */
+    if (aad == NULL || cb3_output_new(ctx, data->len >= CB3_TAG_SIZE ? data->len - CB3_TAG_SIZE : 0, &out) < 0)
         goto done;
     const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
     if (aead == NULL)
         goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
-                             out.len, NULL));
+            cb3_aead_decrypt_private(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
+                                     out.ptr, out.len, NULL));
     if (r != CB3_RESULT_OK) {
         cb3_given_lengths given = lengths(nonce, NULL);
         cb3_raise(ctx, r, &given);
@@ -235,8 +229,8 @@ static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *ar
         goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_decrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, tag->ptr, tag->len,
-                                      aad->ptr, aad->len, out.ptr, out.len));
+            cb3_aead_decrypt_detached_private(aead, nonce->ptr, nonce->len, data->ptr, data->len, tag->ptr,
+                                              tag->len, aad->ptr, aad->len, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
         cb3_given_lengths given = lengths(nonce, tag);
         cb3_raise(ctx, r, &given);
@@ -315,11 +309,8 @@ static HPy Cipher_decrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, 
     const cb3_buffer *buf = aad ? cb3_borrow(ctx, &set, arg[3], "buf", CB3_WRITE) : NULL;
     if (buf == NULL)
         goto done;
-    if (data->len < CB3_TAG_SIZE) {
-        cb3_raise(ctx, CB3_RESULT_DECRYPTION_FAILED, &no_lengths);
-        goto done;
-    }
-    if (check_out_size(ctx, buf, data->len - CB3_TAG_SIZE, "len(data) - 32") < 0)
+    /* Shorter than the tag: no size to check here; Rust orders the checks. */
+    if (data->len >= CB3_TAG_SIZE && check_out_size(ctx, buf, data->len - CB3_TAG_SIZE, "len(data) - 32") < 0)
         goto done;
     const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
     if (aead == NULL)

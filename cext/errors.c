@@ -49,6 +49,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
     }
     case CB3_RESULT_IO_ERROR:
         return cb3_raisef(ctx, ctx->h_OSError, "%s", cb3_result_message(result));
+    case CB3_RESULT_OUT_OF_MEMORY:
+        return cb3_raisef(ctx, ctx->h_MemoryError, "%s", cb3_result_message(result));
     case CB3_RESULT_STREAM_EXHAUSTED:
         return cb3_raisef(ctx, ctx->h_OverflowError, "%s", cb3_result_message(result));
     case CB3_RESULT_INSUFFICIENT_SIZE:

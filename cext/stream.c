@@ -122,7 +122,7 @@ HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
 static HPy Stream_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"decrypt", {"data", "associated_data", NULL}, 1, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_decrypt, 1);
+    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_decrypt_private, 1); /* output: a new bytes object */
 }
 
 HPyDef_GET(Stream_message_index, "message_index",

@@ -417,6 +417,20 @@ def test_bad_nonce_length(cipher: cb3.ChaCha20Blake3, length: int) -> None:
             call()
 
 
+@pytest.mark.parametrize("data_length", [0, 1, 31])
+def test_bad_nonce_length_wins_over_a_short_input(cipher: cb3.ChaCha20Blake3, data_length: int) -> None:
+    """One layer (Rust) orders the checks: a nonce of the wrong length is the
+    documented ValueError, also when the input is shorter than the tag."""
+    data = bytes(data_length)
+    for nonce in (bytes(12), b""):
+        with pytest.raises(ValueError, match=f"nonce must be 24 bytes, got {len(nonce)}$"):
+            cipher.decrypt(nonce, data)
+        buf = bytearray(b"\x5a" * 3)
+        with pytest.raises(ValueError, match=f"nonce must be 24 bytes, got {len(nonce)}$"):
+            cipher.decrypt_into(nonce, data, None, buf)
+        assert buf == b"\x5a" * 3
+
+
 @pytest.mark.parametrize("length", [0, 1, 16, 31, 33, 64])
 def test_bad_tag_length(cipher: cb3.ChaCha20Blake3, length: int) -> None:
     out = sealed()

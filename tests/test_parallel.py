@@ -60,3 +60,42 @@ def test_max_threads_is_keyword_only() -> None:
     with pytest.raises(TypeError):
         cb3.ChaCha20Blake3(KEY, 2)  # type: ignore[misc]
     assert cb3.AUTO == -1
+
+
+def _thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in Linux /proc/self/task")
+def test_pools_are_capped_at_the_cores_and_freed_when_unused() -> None:
+    """max_threads is capped at the usable cores, objects with the same
+    (capped) count share one pool, and a pool ends with its last user: 24
+    ciphers and 24 hashers with distinct max_threads once left 324 threads
+    per kind behind, and max_threads=500 started 500 threads on 2 cores."""
+    import gc
+    import time
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    data = bytes(ONE_MIB)
+    gc.collect()
+    before = _thread_count()
+    users: list[object] = []
+    for n in range(2, 26):
+        cipher = cb3.ChaCha20Blake3(KEY, max_threads=n)
+        assert cipher.decrypt(NONCE, cipher.encrypt(NONCE, data)) == data
+        hasher = cb3.blake3(max_threads=n)
+        hasher.update(data)
+        users += [cipher, hasher]
+    # At most one pool per count from 2 to the number of cores.
+    assert _thread_count() - before <= cores * (cores + 1) // 2
+    huge = cb3.ChaCha20Blake3(KEY, max_threads=500)
+    huge.encrypt(NONCE, data)
+    assert _thread_count() - before <= cores * (cores + 1) // 2
+    del users, cipher, hasher, huge
+    deadline = time.monotonic() + 10
+    while True:
+        gc.collect()
+        if _thread_count() <= before or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert _thread_count() <= before, "pools of freed ciphers and hashers kept their threads"

@@ -8,7 +8,9 @@ import copy
 import gc
 import pickle
 import platform
+import subprocess
 import sys
+import tempfile
 from typing import Any, Callable
 
 import pytest
@@ -147,10 +149,39 @@ def _scan_possible() -> bool:
 
 USES: dict[str, Callable[[bytearray], Any]] = {
     "cipher-small-messages": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [0, 10, 100, 511]),
-    "cipher-large-messages": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [512, 5000, 100_000]),
+    "cipher-large-messages": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [512, 5000, 100_000, 1 << 20]),
     "cipher-max_threads-2": lambda k: _use_cipher(cb3.ChaCha20Blake3(k, max_threads=2), [2 << 20, 64]),
+    "cipher-max_threads-AUTO": lambda k: _use_cipher(cb3.ChaCha20Blake3(k, max_threads=cb3.AUTO), [3 << 20]),
     "stream": lambda k: _use_stream(cb3.Stream(k, NONCE)),
+    "chacha20": lambda k: _use_chacha(k),
+    "keyed-blake3": lambda k: _use_blake3(k, 1),
+    "keyed-blake3-max_threads-2": lambda k: _use_blake3(k, 2),
+    # One-shot: no object keeps the key, so a hasher stands in for the "alive" check.
+    "keyed_hash": lambda k: (cb3.keyed_hash(k, bytes(5000), 100), cb3.keyed_hash(k, bytes(3 << 20)), cb3.blake3(key=k)),
 }
+
+
+def _use_chacha(key: bytearray) -> list[Any]:
+    ciphers = [cb3.chacha20.ChaCha20(key, bytes(n)) for n in (8, 12, 24)]
+    ciphers.append(cb3.chacha20.ChaCha20(key, bytes(24), rounds=8))
+    for cipher in ciphers:
+        for size in (1, 64, 100, 5000, 100_000):
+            cipher.update(bytes(size))
+        cipher.seek(1 << 20)
+        cipher.xor_in_place(bytearray(300))
+    return ciphers
+
+
+def _use_blake3(key: bytearray, max_threads: int) -> Any:
+    hasher = cb3.blake3(key=key, max_threads=max_threads)
+    for size in (0, 1, 64, 1025, 5000, 200_000, 2 << 20):
+        hasher.update(bytes(size))
+        hasher.digest()
+        hasher.digest(length=200, seek=1 << 40)
+    copy = hasher.copy()
+    copy.update(b"x")
+    copy.reset()
+    return hasher, copy
 
 
 def _use_cipher(cipher: cb3.ChaCha20Blake3, sizes: list[int]) -> cb3.ChaCha20Blake3:
@@ -198,3 +229,47 @@ def test_no_copy_of_the_key_survives_the_object(use: str) -> None:
     after = copies_in_memory(scratch) - 1
     scratch[:] = bytes(32)
     assert after == 0, f"{after} copies of the key remain in memory after the {use} was freed"
+
+
+def _message_keys(key: bytearray, nonce: bytes) -> list[bytearray]:
+    """[enc_key, auth_key] of (key, nonce), computed in another process: the
+    only raw copies in this process are the returned bytearrays."""
+    code = "import sys, cb3; k, n = (bytes.fromhex(x) for x in sys.stdin.read().split()); "
+    code += "print(cb3.blake3(n, key=k).hexdigest(64))"
+    text = subprocess.run(
+        [sys.executable, "-c", code],
+        input=f"{key.hex()} {nonce.hex()}",
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tempfile.gettempdir(),  # import the installed cb3, not a checkout's
+    ).stdout
+    return [bytearray.fromhex(text[:64]), bytearray.fromhex(text[64:128])]
+
+
+MESSAGE_USES: dict[str, Callable[[bytearray], Any]] = {
+    "cipher": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [512, 5000, 300_000, 1 << 20]),
+    "cipher-max_threads-2": lambda k: _use_cipher(cb3.ChaCha20Blake3(k, max_threads=2), [1 << 20, 3 << 20]),
+    "stream": lambda k: [cb3.Stream(k, NONCE).encrypt(bytes(size)) for size in (512, 70_000, 1 << 20)],
+}
+
+
+@pytest.mark.skipif(not _scan_possible(), reason="needs Linux /proc/self/mem")
+@pytest.mark.skipif(
+    platform.python_implementation() == "PyPy",
+    reason="the memory scan runs on CPython only (see test_no_copy_of_the_key_survives_the_object)",
+)
+@pytest.mark.parametrize("use", sorted(MESSAGE_USES))
+def test_no_per_message_key_survives_the_call(use: str) -> None:
+    """The per-message encryption and MAC keys derived for a message of 512
+    bytes or more (the multi-threaded path included) are gone when the call
+    returns, while the object still lives: not in the calling thread's
+    stack, not in a pool thread's, not in a freed heap block."""
+    key = fresh_key()
+    keys = _message_keys(key, NONCE)  # the first message (a Stream's message 0 uses NONCE too)
+    obj = MESSAGE_USES[use](key)
+    found = {name: copies_in_memory(needle) - 1 for name, needle in zip(("encryption key", "MAC key"), keys)}
+    del obj
+    for secret in (*keys, key):
+        secret[:] = bytes(len(secret))
+    assert found == {"encryption key": 0, "MAC key": 0}, f"per-message keys left in memory after {use}: {found}"

@@ -234,6 +234,12 @@ typedef enum cb3_result {
    * when the error had none.
    */
   CB3_RESULT_IO_ERROR = 3011,
+  /**
+   * Memory for a private working copy could not be allocated (a
+   * decryption into a caller's buffer stages the ciphertext in a private
+   * copy as long as the message). Nothing was written.
+   */
+  CB3_RESULT_OUT_OF_MEMORY = 3012,
 } cb3_result;
 
 /**
@@ -332,9 +338,10 @@ enum cb3_result cb3_aead_new(const uint8_t *key, size_t key_len, struct cb3_aead
  * 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
  * calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
  * 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
- * output is byte-for-byte the same for every `max_threads`. The threads
- * belong to a pool per thread count that cb3 creates on first use and keeps
- * for the life of the process.
+ * output is byte-for-byte the same for every `max_threads`. `max_threads`
+ * is capped at the cores the process may use; the threads belong to a pool
+ * per (capped) thread count, shared with every cipher and hasher of that
+ * count, created on first use and ended when the last of them is freed.
  *
  * Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
  * written and nothing is allocated.
@@ -398,7 +405,12 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  * `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
  * bytes. The tag is checked (in constant time) over the whole input before
  * a single byte of `out` is written, so unverified plaintext is never
- * released.
+ * released. Every ciphertext byte is read once, into a private copy that
+ * is MACed and then decrypted into `out` (the copy is as long as the
+ * message and freed before returning; messages under 512 bytes use the
+ * stack): what another thread or process writes into `ciphertext` during
+ * the call either fails the tag or is not used. For a freshly allocated
+ * `out`, `cb3_aead_decrypt_private` skips the copy.
  *
  * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
  * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
@@ -422,6 +434,7 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
  *   exactly in place.
  * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ * - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
  *
  * On failure nothing is written: `out` and `*out_n` are left as they were
  * (in place, the buffer still holds the ciphertext).
@@ -436,6 +449,32 @@ enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
                                  uint8_t *out,
                                  size_t out_len,
                                  size_t *out_n);
+
+/**
+ * `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
+ * the call (memory the caller has just allocated and not yet shared), in
+ * one pass: each piece of the ciphertext is copied into `out`, MACed there
+ * and decrypted in place. It writes unverified plaintext into `out`, so on
+ * failure `out` is wiped (all zeros, for messages of 512 bytes or more;
+ * shorter ones are verified first and `out` is left as it was) and the
+ * caller must discard it. The Python package uses it for the bytes objects it
+ * returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
+ * otherwise.
+ *
+ * `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
+ * long as the message, for messages of 512 bytes or more) so that plaintext
+ * reaches `out` only after the tag has verified, whoever else can see it.
+ */
+enum cb3_result cb3_aead_decrypt_private(const struct cb3_aead *aead,
+                                         const uint8_t *nonce,
+                                         size_t nonce_len,
+                                         const uint8_t *ciphertext,
+                                         size_t ciphertext_len,
+                                         const uint8_t *aad,
+                                         size_t aad_len,
+                                         uint8_t *out,
+                                         size_t out_len,
+                                         size_t *out_n);
 
 /**
  * Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
@@ -514,6 +553,23 @@ enum cb3_result cb3_aead_decrypt_detached(const struct cb3_aead *aead,
                                           size_t aad_len,
                                           uint8_t *plaintext_out,
                                           size_t plaintext_out_len);
+
+/**
+ * `cb3_aead_decrypt_detached` for a `plaintext_out` that nothing else
+ * reads or writes during the call, in one pass; on failure it is wiped (all
+ * zeros). See `cb3_aead_decrypt_private`.
+ */
+enum cb3_result cb3_aead_decrypt_detached_private(const struct cb3_aead *aead,
+                                                  const uint8_t *nonce,
+                                                  size_t nonce_len,
+                                                  const uint8_t *ciphertext,
+                                                  size_t ciphertext_len,
+                                                  const uint8_t *tag,
+                                                  size_t tag_len,
+                                                  const uint8_t *aad,
+                                                  size_t aad_len,
+                                                  uint8_t *plaintext_out,
+                                                  size_t plaintext_out_len);
 
 /**
  * Encrypts `buf` in place (`buf_len` bytes, the ciphertext is as long as
@@ -846,7 +902,9 @@ const char *cb3_result_message(unsigned int result);
  *
  * `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
  * process-wide pool, one thread per logical core) or a larger maximum
- * number of threads for a pool owned by the hasher. Pools are built on the
+ * number of threads (capped at the usable cores) for the pool that every
+ * hasher and cipher of that count shares, ended with the last of them.
+ * Pools are built on the
  * first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
  * child process after `fork()`. Smaller inputs are always hashed on the
  * calling thread; the digest does not depend on `max_threads`. On failure
@@ -1110,6 +1168,20 @@ enum cb3_result cb3_stream_decrypt(const struct cb3_stream *stream,
                                    uint8_t *out,
                                    size_t out_len,
                                    size_t *out_n);
+
+/**
+ * `cb3_stream_decrypt` for an `out` that nothing else reads or writes
+ * during the call, in one pass; on failure it is wiped (all zeros) and the
+ * index does not move. See `cb3_aead_decrypt_private`.
+ */
+enum cb3_result cb3_stream_decrypt_private(const struct cb3_stream *stream,
+                                           const uint8_t *ciphertext,
+                                           size_t ciphertext_len,
+                                           const uint8_t *aad,
+                                           size_t aad_len,
+                                           uint8_t *out,
+                                           size_t out_len,
+                                           size_t *out_n);
 
 #ifdef __cplusplus
 }  // extern "C"

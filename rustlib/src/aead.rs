@@ -18,10 +18,12 @@
 //! in one call. Decryption always finishes the MAC over the ciphertext and
 //! compares the tag (constant time) before it writes a single byte.
 
+use std::ops::Range;
 use std::ptr;
-
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
 use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use chacha20::ChaCha20Legacy;
 use chacha20_blake3::ChaCha20Blake3;
@@ -29,7 +31,8 @@ use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
-use crate::parallel;
+use crate::parallel::{self, LazyPool};
+use crate::wipe::{scrub_stack, scrub_stack_deep};
 
 /// Key size of ChaCha20-BLAKE3 in bytes: `key_len` must equal it.
 pub const CB3_KEY_SIZE: usize = 32;
@@ -42,9 +45,15 @@ pub const CB3_NONCE_SIZE: usize = 24;
 /// hold at least this much.
 pub const CB3_TAG_SIZE: usize = 32;
 
-/// Bytes per fused copy + XOR step: a multiple of the ChaCha block (64 B),
-/// small enough to stay in L1/L2 between the copy and the XOR.
-const PIECE: usize = 64 * 1024;
+/// Bytes per copy + XOR step of the final pass of a staged decryption.
+const XOR_PIECE: usize = 64 * 1024;
+
+/// Bytes per piece of the one pass over a message (see `process`): each
+/// piece is copied from the caller into memory no one else can see, then
+/// XORed and MACed there while it is in L2. Pieces are aligned in the MAC
+/// input (which starts with the associated data), so BLAKE3 hashes every
+/// piece but the first 16 chunks at a time.
+const PIECE: usize = 256 * 1024;
 
 /// The per-message keys derived from (key, nonce). Wiped on drop.
 #[derive(Zeroize, ZeroizeOnDrop)]
@@ -60,10 +69,12 @@ impl MessageKeys {
     #[inline(never)]
     fn derive(key: &[u8; 32], nonce: &[u8; 24]) -> Self {
         let mut out = Zeroizing::new([0u8; 72]);
-        blake3::Hasher::new_keyed(key)
-            .update(nonce)
-            .finalize_xof()
-            .fill(&mut out[..]);
+        let mut kdf = blake3::Hasher::new_keyed(key);
+        kdf.update(nonce);
+        let mut reader = kdf.finalize_xof();
+        reader.fill(&mut out[..]);
+        reader.zeroize();
+        kdf.zeroize();
         let mut keys = MessageKeys { enc_key: [0; 32], auth_key: [0; 32], enc_nonce: [0; 8] };
         keys.enc_key.copy_from_slice(&out[..32]);
         keys.auth_key.copy_from_slice(&out[32..64]);
@@ -71,46 +82,12 @@ impl MessageKeys {
         keys
     }
 
-    fn keystream(&self) -> ChaCha20Legacy {
-        ChaCha20Legacy::new(&self.enc_key.into(), &self.enc_nonce.into())
+    /// The keystream from byte `offset` of the message on.
+    fn keystream(&self, offset: usize) -> Cb3Result<ChaCha20Legacy> {
+        let mut stream = ChaCha20Legacy::new((&self.enc_key).into(), (&self.enc_nonce).into());
+        stream.try_seek(offset as u64).map_err(|_| cb3_result::InvalidArgument)?;
+        Ok(stream)
     }
-
-    /// The MAC state after the associated data and its length.
-    fn mac(&self, aad: &[u8]) -> blake3::Hasher {
-        let mut mac = blake3::Hasher::new_keyed(&self.auth_key);
-        mac.update(aad);
-        mac.update(&(aad.len() as u64).to_le_bytes());
-        mac
-    }
-}
-
-/// Zeroes the `SCRUB_BYTES` of stack below the caller's frame: the dead
-/// frames of the call it just made that used the cipher key.
-///
-/// Keying BLAKE3 with the cipher key (the per-message KDF, ours and the
-/// chacha20-blake3 crate's) leaves copies of the key in those frames: blake3's
-/// `Hasher` and `OutputReader` hold the key as their chaining value and do
-/// not wipe themselves on drop, the crate does not wipe them, and blake3's
-/// internals and moves leave more temporaries that no destructor reaches.
-/// They stayed until later calls happened to overwrite them (measured with
-/// tests/test_secrets.py: 1 to 8 copies of the key were still in the process
-/// after the cipher or stream was freed; on the multi-threaded path the
-/// calling thread only waits for the pool, so none were overwritten). One
-/// memset of 4 KiB covers those frames (the deepest copy was found 2 KiB
-/// down); `black_box` keeps it from being removed as a dead store. Cost:
-/// about 40 ns per call.
-#[inline(never)]
-fn scrub_stack() {
-    let mut area = [0u8; SCRUB_BYTES];
-    // SAFETY: `area` is a local array of SCRUB_BYTES bytes.
-    unsafe { std::ptr::write_bytes(area.as_mut_ptr(), 0, SCRUB_BYTES) };
-    std::hint::black_box(&mut area);
-}
-const SCRUB_BYTES: usize = 4096;
-
-fn finish_mac(mut mac: blake3::Hasher, ciphertext_len: usize) -> [u8; 32] {
-    mac.update(&(ciphertext_len as u64).to_le_bytes());
-    *mac.finalize().as_bytes()
 }
 
 /// Where the data of an operation comes from: already in the output buffer
@@ -121,12 +98,28 @@ pub enum Source<'a> {
     Separate(&'a [u8]),
 }
 
+/// Who can see the output buffer of a decryption while it runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Output {
+    /// Memory only this call can see (just allocated, not yet shared): the
+    /// ciphertext is copied into it, MACed and decrypted there in one pass;
+    /// on failure it is wiped (all zeros) and the caller discards it.
+    Private,
+    /// The caller's memory, which others may read or write during the call:
+    /// the ciphertext is staged in a private copy, and plaintext reaches the
+    /// output only after the tag has verified; on failure it is untouched.
+    Shared,
+}
+
 /// Messages shorter than this go through the `chacha20-blake3` crate's own
-/// `*_in_place_detached` (its scalar ChaCha path has the lowest fixed cost);
-/// longer ones through the pipeline below (AVX-512/AVX2 ChaCha, no extra pass).
-/// Both give identical bytes; `tests/abi.rs` checks every length around it.
+/// `*_in_place_detached` on a stack copy (its scalar ChaCha path has the
+/// lowest fixed cost); longer ones through `process` (AVX-512/AVX2 ChaCha,
+/// one pass). Both give identical bytes; `tests/abi.rs` checks every length
+/// around it.
 pub(crate) const SMALL_MESSAGE: usize = 512;
 
+/// `ChaCha20Blake3` over a copy of `key`, wiped on drop (the crate derives
+/// ZeroizeOnDrop with its `zeroize` feature).
 fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
     ChaCha20Blake3::new(*key)
 }
@@ -135,11 +128,10 @@ fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
 /// the message on, piece by piece, so each piece is still in cache when it
 /// is XORed (one pass, not copy + XOR).
 fn xor_segment(keys: &MessageKeys, offset: usize, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
-    let mut stream = keys.keystream();
-    stream.try_seek(offset as u64).map_err(|_| cb3_result::InvalidArgument)?;
-    for (index, piece) in out.chunks_mut(PIECE).enumerate() {
+    let mut stream = keys.keystream(offset)?;
+    for (index, piece) in out.chunks_mut(XOR_PIECE).enumerate() {
         if let Some(input) = input {
-            let start = index * PIECE;
+            let start = index * XOR_PIECE;
             piece.copy_from_slice(&input[start..start + piece.len()]);
         }
         apply_keystream(&mut stream, piece)?;
@@ -166,7 +158,17 @@ fn apply_keystream(stream: &mut ChaCha20Legacy, data: &mut [u8]) -> Cb3Result<()
     Ok(())
 }
 
-/// XORs the whole message into `out`, split over `threads` segments.
+/// XORs the keystream into one piece; `last`: the stream is not used again.
+fn xor_piece(stream: &mut ChaCha20Legacy, data: &mut [u8], last: bool) -> Cb3Result<()> {
+    if last {
+        apply_keystream(stream, data)
+    } else {
+        stream.try_apply_keystream(data).map_err(|_| cb3_result::InvalidArgument)
+    }
+}
+
+/// XORs the whole message from `source` into `out`, split over `threads`
+/// segments (the last pass of a staged decryption).
 fn xor_into(keys: &MessageKeys, source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<()> {
     let input_at = |start: usize, len: usize| match source {
         Source::InPlace => None,
@@ -193,73 +195,242 @@ fn xor_into(keys: &MessageKeys, source: Source<'_>, out: &mut [u8], threads: usi
     Ok(())
 }
 
-/// Feeds `data` to the MAC: in one call (BLAKE3 hashes 16 chunks in parallel
-/// only when fed large aligned spans), on the pool's threads if `threads > 1`.
-fn mac_update(mac: &mut blake3::Hasher, data: &[u8], threads: usize) {
-    if threads > 1 {
-        mac.update_rayon(data);
-    } else {
-        mac.update(data);
+/// A byte buffer that the pieces of one call write from several threads,
+/// each piece to its own disjoint range.
+#[derive(Clone, Copy)]
+struct Span {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a Span is only used for disjoint ranges by the threads of one call
+// (each piece of `process` is handled by exactly one thread).
+unsafe impl Send for Span {}
+unsafe impl Sync for Span {}
+
+impl Span {
+    fn of(bytes: &mut [u8]) -> Self {
+        Span { ptr: bytes.as_mut_ptr(), len: bytes.len() }
+    }
+
+    /// # Safety
+    /// `offset` is at most the span's length.
+    unsafe fn at(&self, offset: usize) -> *mut u8 {
+        self.ptr.add(offset)
+    }
+
+    /// # Safety
+    /// `range` lies within the span and no other reference to it is live.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self, range: Range<usize>) -> &mut [u8] {
+        debug_assert!(range.start <= range.end && range.end <= self.len);
+        if range.is_empty() {
+            return &mut [];
+        }
+        std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len())
     }
 }
 
-/// One thread encrypts in pieces of this many bytes, XORing each piece and
-/// feeding it to the MAC while it is still in L2: a large message then
-/// crosses memory once (read the plaintext, write the ciphertext) instead of
-/// being read back for the MAC. Large enough that BLAKE3 still hashes most of
-/// each piece 16 chunks at a time despite the unaligned start (the MAC input
-/// begins with the associated data).
-const FUSED_PIECE: usize = 1024 * 1024;
+/// What one piece of the pass does: given the piece's range of the message,
+/// the MAC and the keystream positioned at the piece, and a private scratch
+/// buffer of at least the piece's length, it reads the piece from the
+/// caller exactly once and feeds the MAC only bytes no one else can change.
+type PieceFn<'a> = dyn Fn(Range<usize>, &mut blake3::Hasher, &mut ChaCha20Legacy, bool, &mut [u8]) -> Cb3Result<()>
+    + Sync
+    + 'a;
 
-fn seal_fused(keys: &MessageKeys, aad: &[u8], source: Source<'_>, out: &mut [u8]) -> Cb3Result<[u8; 32]> {
-    let mut mac = keys.mac(aad);
-    for (index, piece) in out.chunks_mut(FUSED_PIECE).enumerate() {
-        let start = index * FUSED_PIECE;
-        let input = match source {
-            Source::InPlace => None,
-            Source::Separate(input) => Some(&input[start..start + piece.len()]),
+thread_local! {
+    /// Each thread's piece buffer for `seal` (PIECE bytes, allocated on its
+    /// first message of 512 bytes or more and kept; it only ever holds
+    /// ciphertext when a call returns).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One pass over a message: the MAC input `aad || le64(|aad|) || ct ||
+/// le64(|ct|)` as a BLAKE3 tree (with the `hazmat` subtree functions), whose
+/// leaves run on the pool's threads when `threads > 1` and are cut into
+/// pieces of `PIECE` bytes, each handed to `piece`. Returns the tag; the
+/// bytes equal one `blake3::Hasher::update` over the whole input (checked
+/// against the crate at every length and split in tests/abi.rs).
+struct Pass<'a> {
+    keys: &'a MessageKeys,
+    aad: &'a [u8],
+    aad_len: [u8; 8],
+    /// |aad| + 8: where the ciphertext starts in the MAC input.
+    head: usize,
+    ct_len: usize,
+    ct_len_le: [u8; 8],
+    /// Subtrees longer than this are split in two (rayon::join).
+    leaf_max: usize,
+    piece: &'a PieceFn<'a>,
+}
+
+impl<'a> Pass<'a> {
+    fn run(keys: &'a MessageKeys, aad: &'a [u8], ct_len: usize, threads: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
+        let head = aad.len() + 8;
+        let total = head + ct_len + 8;
+        let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * PIECE) } else { usize::MAX };
+        let pass = Pass {
+            keys,
+            aad,
+            aad_len: (aad.len() as u64).to_le_bytes(),
+            head,
+            ct_len,
+            ct_len_le: (ct_len as u64).to_le_bytes(),
+            leaf_max,
+            piece,
         };
-        xor_segment(keys, start, input, piece)?;
-        mac.update(piece);
+        pass.subtree(0, total, true)
     }
-    Ok(finish_mac(mac, out.len()))
+
+    /// The chaining value of the subtree `[start, start + len)` of the MAC
+    /// input, or the tag if it is the root.
+    fn subtree(&self, start: usize, len: usize, root: bool) -> Cb3Result<[u8; 32]> {
+        if len <= self.leaf_max {
+            return self.leaf(start, len, root);
+        }
+        let left = blake3::hazmat::left_subtree_len(len as u64) as usize;
+        let (l, r) = rayon_core::join(|| self.subtree(start, left, false), || self.subtree(start + left, len - left, false));
+        let (mut l, mut r) = (l?, r?);
+        let mode = Mode::KeyedHash(&self.keys.auth_key);
+        let out = if root { *merge_subtrees_root(&l, &r, mode).as_bytes() } else { merge_subtrees_non_root(&l, &r, mode) };
+        l.zeroize();
+        r.zeroize();
+        Ok(out)
+    }
+
+    /// Feeds `mac` the bytes `[from, to)` of `head_bytes || tail`, a part of
+    /// the MAC input that the caller does not share with a writer: the
+    /// associated data (read once, here) and the two lengths.
+    fn feed_fixed(mac: &mut blake3::Hasher, parts: [&[u8]; 2], from: usize, to: usize) {
+        let first = parts[0].len();
+        if from < first {
+            mac.update(&parts[0][from..to.min(first)]);
+        }
+        if to > first {
+            mac.update(&parts[1][from.max(first) - first..to - first]);
+        }
+    }
+
+    fn leaf(&self, start: usize, len: usize, root: bool) -> Cb3Result<[u8; 32]> {
+        let end = start + len;
+        let ct_end = self.head + self.ct_len;
+        let mut mac = blake3::Hasher::new_keyed(&self.keys.auth_key);
+        if start > 0 {
+            mac.set_input_offset(start as u64);
+        }
+        let result = (|| {
+            if start < self.head {
+                Self::feed_fixed(&mut mac, [self.aad, &self.aad_len], start, end.min(self.head));
+            }
+            let (ct_start, ct_stop) = (start.max(self.head), end.min(ct_end));
+            if ct_start < ct_stop {
+                let (first, stop) = (ct_start - self.head, ct_stop - self.head);
+                let mut stream = self.keys.keystream(first)?;
+                SCRATCH.with(|cell| -> Cb3Result<()> {
+                    // This thread's piece buffer (kept: allocating and zeroing
+                    // 256 KiB per call cost a few % at 1 MiB), or a new one if
+                    // a piece function ever ran a nested pass on this thread.
+                    let mut owned;
+                    let mut borrowed = cell.try_borrow_mut();
+                    let scratch: &mut Vec<u8> = match borrowed.as_deref_mut() {
+                        Ok(kept) => kept,
+                        Err(_) => {
+                            owned = Vec::new();
+                            &mut owned
+                        }
+                    };
+                    if scratch.len() < PIECE {
+                        scratch.try_reserve_exact(PIECE).map_err(|_| cb3_result::OutOfMemory)?;
+                        scratch.resize(PIECE, 0);
+                    }
+                    let mut at = first;
+                    while at < stop {
+                        // The next piece boundary, aligned in the MAC input.
+                        let next = (((at + self.head) / PIECE + 1) * PIECE - self.head).min(stop);
+                        (self.piece)(at..next, &mut mac, &mut stream, next == stop, scratch)?;
+                        at = next;
+                    }
+                    Ok(())
+                })?;
+            }
+            if end > ct_end {
+                Self::feed_fixed(&mut mac, [&[], &self.ct_len_le], start.max(ct_end) - ct_end, end - ct_end);
+            }
+            Ok(if root { *mac.finalize().as_bytes() } else { mac.finalize_non_root() })
+        })();
+        mac.zeroize();
+        result
+    }
+}
+
+/// Zeroes `bytes` (unverified plaintext) in a way the compiler keeps.
+fn wipe(bytes: &mut [u8]) {
+    // SAFETY: `bytes` is a valid, exclusive slice.
+    unsafe { ptr::write_bytes(bytes.as_mut_ptr(), 0, bytes.len()) };
+    std::hint::black_box(&mut *bytes);
 }
 
 /// Encrypts into `out` (same length as the data) and returns the tag.
 ///
-/// `max_threads` (0 = every core) applies to messages of at least
-/// `parallel::PARALLEL_MIN` bytes; the output does not depend on it.
+/// Every byte of the data is read once, into a private piece buffer, where
+/// it is XORed and MACed before the ciphertext is copied to `out`: the tag
+/// covers exactly the ciphertext written, whatever anyone else writes into
+/// the input or `out` meanwhile. Messages of at least
+/// `parallel::PARALLEL_MIN` bytes run on `pool`'s threads if it is given;
+/// the output does not depend on it.
 pub fn seal(
     key: &[u8; 32],
     nonce: &[u8; 24],
     aad: &[u8],
     source: Source<'_>,
     out: &mut [u8],
-    max_threads: usize,
+    pool: Option<&LazyPool>,
 ) -> Cb3Result<[u8; 32]> {
     if out.len() < SMALL_MESSAGE {
-        if let Source::Separate(input) = source {
-            out.copy_from_slice(input);
+        let mut scratch = [0u8; SMALL_MESSAGE];
+        let buf = &mut scratch[..out.len()];
+        match source {
+            Source::InPlace => buf.copy_from_slice(out),
+            Source::Separate(input) => buf.copy_from_slice(input),
         }
-        let tag = reference(key).encrypt_in_place_detached(nonce, out, aad);
+        let tag = reference(key).encrypt_in_place_detached(nonce, buf, aad);
         scrub_stack();
+        out.copy_from_slice(buf);
         return Ok(tag);
     }
     let keys = MessageKeys::derive(key, nonce);
     scrub_stack();
-    parallel::install(max_threads, out.len(), |threads| {
-        if threads <= 1 {
-            return seal_fused(&keys, aad, source, out);
-        }
-        xor_into(&keys, source, out, threads)?;
-        let mut mac = keys.mac(aad);
-        mac_update(&mut mac, out, threads);
-        Ok(finish_mac(mac, out.len()))
-    })
+    let tag = parallel::install(pool, out.len(), |threads| seal_with(&keys, aad, source, out, threads));
+    scrub_stack_deep();
+    tag
 }
 
-/// Verifies `tag` over the ciphertext, then (and only then) decrypts it into
-/// `out`. On failure `out` is untouched.
+/// `seal` after the key derivation, over `threads` leaves' worth of subtrees.
+fn seal_with(keys: &MessageKeys, aad: &[u8], source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<[u8; 32]> {
+    let len = out.len();
+    let out = Span::of(out);
+    let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut ChaCha20Legacy, last: bool, scratch: &mut [u8]| {
+        let buf = &mut scratch[..range.len()];
+        // SAFETY: each range is handled by one thread only.
+        let target = unsafe { out.get(range.clone()) };
+        match source {
+            Source::InPlace => buf.copy_from_slice(target),
+            Source::Separate(input) => buf.copy_from_slice(&input[range]),
+        }
+        xor_piece(stream, buf, last)?;
+        mac.update(buf);
+        target.copy_from_slice(buf);
+        Ok(())
+    };
+    Pass::run(keys, aad, len, threads, &piece)
+}
+
+/// Verifies `tag` over the ciphertext and decrypts it into `out`, reading
+/// every ciphertext byte once (see `Output` for where it goes first).
+/// Returns `DecryptionFailed` on a mismatch; `out` is then untouched
+/// (`Output::Shared`) or zeroed (`Output::Private`).
+#[allow(clippy::too_many_arguments)]
 pub fn open(
     key: &[u8; 32],
     nonce: &[u8; 24],
@@ -267,8 +438,10 @@ pub fn open(
     tag: &[u8; 32],
     source: Source<'_>,
     out: &mut [u8],
-    max_threads: usize,
+    output: Output,
+    pool: Option<&LazyPool>,
 ) -> Cb3Result<()> {
+    let tag = *tag; // read once
     if out.len() < SMALL_MESSAGE {
         // The crate decrypts in place; use a scratch copy so that `out` is
         // written only after the tag has verified.
@@ -278,28 +451,83 @@ pub fn open(
             Source::InPlace => buf.copy_from_slice(out),
             Source::Separate(input) => buf.copy_from_slice(input),
         }
-        let verified = reference(key).decrypt_in_place_detached(nonce, buf, tag, aad);
+        let verified = reference(key).decrypt_in_place_detached(nonce, buf, &tag, aad);
         scrub_stack();
         if verified.is_ok() {
             out.copy_from_slice(buf);
         }
-        buf.zeroize();
+        wipe(buf);
         return verified.map_err(|_| cb3_result::DecryptionFailed);
     }
     let keys = MessageKeys::derive(key, nonce);
     scrub_stack();
-    parallel::install(max_threads, out.len(), |threads| {
-        let mut mac = keys.mac(aad);
-        match source {
-            Source::InPlace => mac_update(&mut mac, out, threads),
-            Source::Separate(input) => mac_update(&mut mac, input, threads),
-        };
-        let expected = Zeroizing::new(finish_mac(mac, out.len()));
-        if !constant_time_eq::constant_time_eq_32(&expected, tag) {
-            return Err(cb3_result::DecryptionFailed);
+    let result = parallel::install(pool, out.len(), |threads| open_with(&keys, aad, &tag, source, out, output, threads));
+    scrub_stack_deep();
+    result
+}
+
+/// `open` after the key derivation, over `threads` leaves' worth of subtrees.
+fn open_with(
+    keys: &MessageKeys,
+    aad: &[u8],
+    tag: &[u8; 32],
+    source: Source<'_>,
+    out: &mut [u8],
+    output: Output,
+    threads: usize,
+) -> Cb3Result<()> {
+    let len = out.len();
+    let verify = |expected: [u8; 32]| {
+        let expected = Zeroizing::new(expected);
+        if constant_time_eq::constant_time_eq_32(&expected, tag) {
+            Ok(())
+        } else {
+            Err(cb3_result::DecryptionFailed)
         }
-        xor_into(&keys, source, out, threads)
-    })
+    };
+    match (output, source) {
+        (Output::Private, Source::Separate(input)) => {
+            let target = Span::of(out);
+            let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut ChaCha20Legacy, last: bool, _: &mut [u8]| {
+                // SAFETY: each range is handled by one thread only.
+                let dst = unsafe { target.get(range.clone()) };
+                dst.copy_from_slice(&input[range]);
+                mac.update(dst);
+                xor_piece(stream, dst, last)
+            };
+            Pass::run(keys, aad, len, threads, &piece).and_then(verify).inspect_err(|_| wipe(out))
+        }
+        _ => {
+            // Staged: a private copy of the ciphertext, verified, then
+            // decrypted from that copy into `out`.
+            // (Not zeroed first: every byte is written before it is read.)
+            let mut staging: Vec<u8> = Vec::new();
+            staging.try_reserve_exact(len).map_err(|_| cb3_result::OutOfMemory)?;
+            let stage = Span { ptr: staging.as_mut_ptr(), len };
+            let from = Span::of(out);
+            let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, _: &mut ChaCha20Legacy, _: bool, _: &mut [u8]| {
+                let src = match source {
+                    // SAFETY: each range is handled by one thread only.
+                    Source::InPlace => unsafe { from.get(range.clone()) },
+                    Source::Separate(input) => &input[range.clone()],
+                };
+                // SAFETY: `range` lies within the capacity of `staging`, and
+                // its bytes are initialized by this copy before the slice
+                // over them is formed.
+                let dst = unsafe {
+                    let at = stage.at(range.start);
+                    ptr::copy_nonoverlapping(src.as_ptr(), at, range.len());
+                    std::slice::from_raw_parts(at, range.len())
+                };
+                mac.update(dst);
+                Ok(())
+            };
+            Pass::run(keys, aad, len, threads, &piece).and_then(verify)?;
+            // SAFETY: the pass wrote every byte of 0..len (pieces cover the message).
+            unsafe { staging.set_len(len) };
+            xor_into(keys, Source::Separate(&staging), out, threads)
+        }
+    }
 }
 
 /// A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
@@ -308,20 +536,24 @@ pub fn open(
 /// wipes the key). Immutable after creation, so one `cb3_aead` may be used
 /// by any number of threads at once without locking, as long as none of
 /// them frees it while others use it.
-#[derive(Zeroize, ZeroizeOnDrop)]
 pub struct cb3_aead {
-    key: [u8; 32],
-    /// Threads for one message of at least 1 MiB (0 = every core).
-    max_threads: usize,
+    key: Zeroizing<[u8; 32]>,
+    /// The pool for messages of at least 1 MiB (None: the calling thread),
+    /// shared with every cipher of the same effective thread count.
+    pool: Option<Arc<LazyPool>>,
 }
 
 impl cb3_aead {
-    pub fn new(key: [u8; 32], max_threads: usize) -> Self {
-        cb3_aead { key, max_threads }
+    pub fn new(key: &[u8; 32], max_threads: usize) -> Self {
+        cb3_aead { key: Zeroizing::new(*key), pool: parallel::shared_pool(max_threads) }
     }
 
     pub fn key(&self) -> &[u8; 32] {
         &self.key
+    }
+
+    pub fn pool(&self) -> Option<&LazyPool> {
+        self.pool.as_deref()
     }
 }
 
@@ -352,7 +584,7 @@ pub(crate) unsafe fn seal_combined(
     aad: Raw,
     out: *mut u8,
     out_len: usize,
-    max_threads: usize,
+    pool: Option<&LazyPool>,
 ) -> Cb3Result<usize> {
     let nonce_bytes = fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength)?;
     let total = data.len.checked_add(CB3_TAG_SIZE).ok_or(cb3_result::InvalidArgument)?;
@@ -366,16 +598,17 @@ pub(crate) unsafe fn seal_combined(
     let tag_out = Raw::new(out.wrapping_add(data.len), CB3_TAG_SIZE)?;
     disjoint(&tag_out, &[data, aad, nonce])?;
     let (source, body) = data_and_output(data, body, &[aad, nonce])?;
-    let tag = seal(key, nonce_bytes, aad.as_slice(), source, body, max_threads)?;
+    let tag = seal(key, nonce_bytes, aad.as_slice(), source, body, pool)?;
     ptr::copy_nonoverlapping(tag.as_ptr(), tag_out.ptr as *mut u8, CB3_TAG_SIZE);
     Ok(total)
 }
 
 /// Verifies and decrypts `ciphertext || tag` into `out`; returns the
-/// plaintext length. Shared by `cb3_aead_decrypt` and `cb3_stream_decrypt`.
+/// plaintext length. Shared by `cb3_aead_decrypt*` and `cb3_stream_decrypt*`.
 ///
 /// # Safety
 /// See `buffers`: valid `(ptr, len)` pairs.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn open_combined(
     key: &[u8; 32],
     nonce: Raw,
@@ -383,7 +616,8 @@ pub(crate) unsafe fn open_combined(
     aad: Raw,
     out: *mut u8,
     out_len: usize,
-    max_threads: usize,
+    output: Output,
+    pool: Option<&LazyPool>,
 ) -> Cb3Result<usize> {
     let nonce_bytes = fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength)?;
     if input.len < CB3_TAG_SIZE {
@@ -400,7 +634,7 @@ pub(crate) unsafe fn open_combined(
     let tag = Raw::new(input.ptr.wrapping_add(body_len), CB3_TAG_SIZE)?;
     let out = Raw::new(out, body_len)?;
     let (source, out) = data_and_output(data, out, &[tag, aad, nonce])?;
-    open(key, nonce_bytes, aad.as_slice(), &*(tag.ptr as *const [u8; 32]), source, out, max_threads)?;
+    open(key, nonce_bytes, aad.as_slice(), &*(tag.ptr as *const [u8; 32]), source, out, output, pool)?;
     Ok(body_len)
 }
 
@@ -431,9 +665,10 @@ pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: 
 /// 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
 /// calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
 /// 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
-/// output is byte-for-byte the same for every `max_threads`. The threads
-/// belong to a pool per thread count that cb3 creates on first use and keeps
-/// for the life of the process.
+/// output is byte-for-byte the same for every `max_threads`. `max_threads`
+/// is capped at the cores the process may use; the threads belong to a pool
+/// per (capped) thread count, shared with every cipher and hasher of that
+/// count, created on first use and ended when the last of them is freed.
 ///
 /// Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
 /// written and nothing is allocated.
@@ -446,7 +681,9 @@ pub unsafe extern "C" fn cb3_aead_new_with_threads(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        give(cb3_aead::new(*key, max_threads), aead_out)
+        let made = give(cb3_aead::new(key, max_threads), aead_out);
+        scrub_stack();
+        made
     })
 }
 
@@ -515,7 +752,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
             Raw::new(aad, aad_len)?,
             out,
             out_len,
-            aead.max_threads,
+            aead.pool(),
         )?;
         store(out_n, written);
         Ok(())
@@ -526,7 +763,12 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 /// `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
 /// bytes. The tag is checked (in constant time) over the whole input before
 /// a single byte of `out` is written, so unverified plaintext is never
-/// released.
+/// released. Every ciphertext byte is read once, into a private copy that
+/// is MACed and then decrypted into `out` (the copy is as long as the
+/// message and freed before returning; messages under 512 bytes use the
+/// stack): what another thread or process writes into `ciphertext` during
+/// the call either fails the tag or is not used. For a freshly allocated
+/// `out`, `cb3_aead_decrypt_private` skips the copy.
 ///
 /// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
 /// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
@@ -550,6 +792,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 /// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
 ///   exactly in place.
 /// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+/// - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
 ///
 /// On failure nothing is written: `out` and `*out_n` are left as they were
 /// (in place, the buffer still holds the ciphertext).
@@ -566,6 +809,24 @@ pub unsafe extern "C" fn cb3_aead_decrypt(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
+    decrypt_combined(aead, nonce, nonce_len, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared)
+}
+
+/// `cb3_aead_decrypt` and `cb3_aead_decrypt_private`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn decrypt_combined(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+    output: Output,
+) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
         fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
@@ -577,11 +838,41 @@ pub unsafe extern "C" fn cb3_aead_decrypt(
             Raw::new(aad, aad_len)?,
             out,
             out_len,
-            aead.max_threads,
+            output,
+            aead.pool(),
         )?;
         store(out_n, written);
         Ok(())
     })
+}
+
+/// `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
+/// the call (memory the caller has just allocated and not yet shared), in
+/// one pass: each piece of the ciphertext is copied into `out`, MACed there
+/// and decrypted in place. It writes unverified plaintext into `out`, so on
+/// failure `out` is wiped (all zeros, for messages of 512 bytes or more;
+/// shorter ones are verified first and `out` is left as it was) and the
+/// caller must discard it. The Python package uses it for the bytes objects it
+/// returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
+/// otherwise.
+///
+/// `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
+/// long as the message, for messages of 512 bytes or more) so that plaintext
+/// reaches `out` only after the tag has verified, whoever else can see it.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_decrypt_private(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+) -> cb3_result {
+    decrypt_combined(aead, nonce, nonce_len, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private)
 }
 
 /// Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
@@ -640,7 +931,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
         let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
         disjoint(&tag_raw, &[data, aad, nonce_raw, body])?;
         let (source, body) = data_and_output(data, body, &[aad, nonce_raw])?;
-        let tag = seal(aead.key(), nonce, aad.as_slice(), source, body, aead.max_threads)?;
+        let tag = seal(aead.key(), nonce, aad.as_slice(), source, body, aead.pool())?;
         ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE);
         Ok(())
     })
@@ -684,6 +975,45 @@ pub unsafe extern "C" fn cb3_aead_decrypt_detached(
     plaintext_out: *mut u8,
     plaintext_out_len: usize,
 ) -> cb3_result {
+    decrypt_detached(aead, nonce, nonce_len, ciphertext, ciphertext_len, tag, tag_len, aad, aad_len, plaintext_out, plaintext_out_len, Output::Shared)
+}
+
+/// `cb3_aead_decrypt_detached` for a `plaintext_out` that nothing else
+/// reads or writes during the call, in one pass; on failure it is wiped (all
+/// zeros). See `cb3_aead_decrypt_private`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_aead_decrypt_detached_private(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    tag: *const u8,
+    tag_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    plaintext_out: *mut u8,
+    plaintext_out_len: usize,
+) -> cb3_result {
+    decrypt_detached(aead, nonce, nonce_len, ciphertext, ciphertext_len, tag, tag_len, aad, aad_len, plaintext_out, plaintext_out_len, Output::Private)
+}
+
+/// `cb3_aead_decrypt_detached` and `cb3_aead_decrypt_detached_private`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn decrypt_detached(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    tag: *const u8,
+    tag_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    plaintext_out: *mut u8,
+    plaintext_out_len: usize,
+    output: Output,
+) -> cb3_result {
     ffi_boundary(|| {
         let aead = aead_ref(aead)?;
         let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
@@ -700,7 +1030,7 @@ pub unsafe extern "C" fn cb3_aead_decrypt_detached(
         }
         let out = Raw::new(plaintext_out, ciphertext_len)?;
         let (source, out) = data_and_output(data, out, &[tag_raw, aad, nonce_raw])?;
-        open(aead.key(), nonce, aad.as_slice(), tag, source, out, aead.max_threads)
+        open(aead.key(), nonce, aad.as_slice(), tag, source, out, output, aead.pool())
     })
 }
 
@@ -752,7 +1082,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
         let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
         disjoint(&tag_raw, &[buf, aad, nonce_raw])?;
         disjoint(&buf, &[aad, nonce_raw])?;
-        let tag = seal(aead.key(), nonce, aad.as_slice(), Source::InPlace, buf.as_mut_slice(), aead.max_threads)?;
+        let tag = seal(aead.key(), nonce, aad.as_slice(), Source::InPlace, buf.as_mut_slice(), aead.pool())?;
         ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE);
         Ok(())
     })
@@ -798,6 +1128,58 @@ pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
         disjoint(&buf, &[tag_raw, aad, nonce_raw])?;
-        open(aead.key(), nonce, aad.as_slice(), tag, Source::InPlace, buf.as_mut_slice(), aead.max_threads)
+        open(aead.key(), nonce, aad.as_slice(), tag, Source::InPlace, buf.as_mut_slice(), Output::Shared, aead.pool())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(seed: usize, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(97) ^ (i >> 8)) as u8).collect()
+    }
+
+    /// Pools are capped at the usable cores, so tests/abi.rs sees only this
+    /// machine's split; here the one pass runs with many leaf counts (any
+    /// thread count gives a valid BLAKE3 tree) and associated data lengths
+    /// around the chunk and piece alignment, against the crate.
+    #[test]
+    fn every_split_matches_the_crate() {
+        let lengths = [512, 1500, PIECE - 1, PIECE + 1, 2 * PIECE + 5, (1 << 20) + 33, 3 * (1 << 20) + 777];
+        for (i, &len) in lengths.iter().enumerate() {
+            for aad_len in [0, 7, 1016, 1017, PIECE - 5] {
+                let key: [u8; 32] = bytes(i, 32).try_into().unwrap();
+                let nonce: [u8; 24] = bytes(i + 1, 24).try_into().unwrap();
+                let (pt, aad) = (bytes(i + 2, len), bytes(i + 3, aad_len));
+                let expected = ChaCha20Blake3::new(key).encrypt(&nonce, &pt, &aad);
+                let keys = MessageKeys::derive(&key, &nonce);
+                let tag: [u8; 32] = expected[len..].try_into().unwrap();
+                for threads in [1, 2, 3, 5, 8, 64] {
+                    let what = format!("length {len}, aad {aad_len}, {threads} threads");
+                    let mut out = vec![0u8; len];
+                    assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, threads), Ok(tag), "{what}");
+                    assert!(out == expected[..len], "{what}");
+                    let mut buf = pt.clone();
+                    assert_eq!(seal_with(&keys, &aad, Source::InPlace, &mut buf, threads), Ok(tag), "{what}");
+                    assert!(buf == out, "{what}");
+                    for output in [Output::Private, Output::Shared] {
+                        let mut plain = vec![0xAA; len];
+                        open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, threads).unwrap();
+                        assert!(plain == pt, "{what} {output:?}");
+                        let mut bad = tag;
+                        bad[5] ^= 1;
+                        let mut plain = vec![0xAA; len];
+                        let failed = open_with(&keys, &aad, &bad, Source::Separate(&out), &mut plain, output, threads);
+                        assert_eq!(failed, Err(cb3_result::DecryptionFailed));
+                        let left = if output == Output::Private { 0 } else { 0xAA };
+                        assert!(plain.iter().all(|&b| b == left), "{what} {output:?}: output after failure");
+                    }
+                    let mut buf = out.clone();
+                    open_with(&keys, &aad, &tag, Source::InPlace, &mut buf, Output::Shared, threads).unwrap();
+                    assert!(buf == pt, "{what} in place");
+                }
+            }
+        }
+    }
 }

@@ -44,6 +44,7 @@ use zeroize::Zeroize;
 use crate::aead::{data_and_output, Source};
 use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::wipe::scrub_stack;
 
 /// The ChaCha block size in bytes: positions are `64 * block + offset`.
 pub const CB3_CHACHA_BLOCK_SIZE: usize = 64;
@@ -310,7 +311,9 @@ pub unsafe extern "C" fn cb3_chacha_new(
                 return Err(cb3_result::InvalidArgument);
             }
         };
-        give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out)
+        let made = give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out);
+        scrub_stack(); // the key was copied and moved through these frames
+        made
     })
 }
 
@@ -355,7 +358,9 @@ pub unsafe extern "C" fn cb3_chacha_apply(
         }
         let out = Raw::new(out, input_len)?;
         let (source, out) = data_and_output(data, out, &[])?;
-        dispatch!(&mut *chacha.lock(), ks => ks.apply(source, out))
+        let done = dispatch!(&mut *chacha.lock(), ks => ks.apply(source, out));
+        scrub_stack(); // the backends copy the key words of the state
+        done
     })
 }
 
@@ -433,6 +438,7 @@ pub unsafe extern "C" fn cb3_hchacha20(
         let mut subkey = hchacha::<R20>(key.into(), nonce.into());
         out.as_mut_slice().copy_from_slice(&subkey);
         subkey.as_mut_slice().zeroize();
+        scrub_stack();
         Ok(())
     })
 }

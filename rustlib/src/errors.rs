@@ -54,6 +54,10 @@ pub enum cb3_result {
     /// file). The function's `os_error` output holds the `errno` value, or 0
     /// when the error had none.
     IoError = 3011,
+    /// Memory for a private working copy could not be allocated (a
+    /// decryption into a caller's buffer stages the ciphertext in a private
+    /// copy as long as the message). Nothing was written.
+    OutOfMemory = 3012,
 }
 
 impl cb3_result {
@@ -62,7 +66,7 @@ impl cb3_result {
     /// undeclared value is undefined behaviour, so values from C arrive as
     /// integers and are converted here.
     pub fn from_code(code: u32) -> Option<Self> {
-        const ALL: [cb3_result; 13] = [
+        const ALL: [cb3_result; 14] = [
             cb3_result::Ok,
             cb3_result::NullParameter,
             cb3_result::InvalidKeyLength,
@@ -76,6 +80,7 @@ impl cb3_result {
             cb3_result::Panic,
             cb3_result::CounterOverflow,
             cb3_result::IoError,
+            cb3_result::OutOfMemory,
         ];
         ALL.into_iter().find(|result| *result as u32 == code)
     }
@@ -100,6 +105,7 @@ impl cb3_result {
                 c"the ChaCha keystream is exhausted: the block counter would overflow (it never wraps)"
             }
             Self::IoError => c"an operating-system I/O error occurred",
+            Self::OutOfMemory => c"out of memory for a private working copy",
         }
     }
 }

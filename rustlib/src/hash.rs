@@ -8,8 +8,9 @@
 //! thread. With `CB3_BLAKE3_AUTO` (0) large inputs are hashed with
 //! `Hasher::update_rayon` on a process-wide rayon pool of rayon's default
 //! size (one thread per logical core, or `RAYON_NUM_THREADS`). With
-//! `max_threads > 1` the hasher owns a rayon pool of that many threads,
-//! shared with its copies. Pools are built on the first input large enough
+//! `max_threads > 1` the hasher uses the pool of that many threads (capped at
+//! the usable cores) that every hasher and cipher of the same count shares,
+//! and which ends with the last of them (`parallel::shared_pool`). Pools are built on the first input large enough
 //! to use them: inputs below [`CB3_BLAKE3_PARALLEL_MIN`] are hashed on the
 //! calling thread in every mode (rayon only costs time there). The digest
 //! never depends on the mode.
@@ -28,7 +29,8 @@ use zeroize::Zeroize;
 
 use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
-use crate::parallel::{LazyPool, AUTO_POOL};
+use crate::parallel::{scrub_workers, shared_pool, LazyPool, AUTO_POOL};
+use crate::wipe::scrub_stack;
 
 /// The default BLAKE3 output size in bytes (any length can be requested).
 pub const CB3_BLAKE3_OUT_LEN: usize = 32;
@@ -62,7 +64,12 @@ impl Threads {
         match max_threads {
             CB3_BLAKE3_AUTO => Threads::Auto,
             1 => Threads::Single,
-            max => Threads::Pool(Arc::new(LazyPool::new(max))),
+            // One pool per thread count, shared between hashers and ciphers
+            // and capped at the usable cores (parallel::shared_pool).
+            max => match shared_pool(max) {
+                Some(pool) => Threads::Pool(pool),
+                None => Threads::Single,
+            },
         }
     }
 
@@ -88,7 +95,12 @@ impl Threads {
             Threads::Pool(pool) => pool.get(),
         };
         match pool {
-            Some(pool) => pool.install(|| parallel(state)),
+            Some(pool) => {
+                let result = pool.install(|| parallel(state));
+                // A keyed hasher's key (its chaining value) was in the workers' frames.
+                scrub_workers(&pool);
+                result
+            }
             None => single(state),
         }
     }
@@ -174,7 +186,9 @@ unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&
 ///
 /// `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
 /// process-wide pool, one thread per logical core) or a larger maximum
-/// number of threads for a pool owned by the hasher. Pools are built on the
+/// number of threads (capped at the usable cores) for the pool that every
+/// hasher and cipher of that count shares, ended with the last of them.
+/// Pools are built on the
 /// first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
 /// child process after `fork()`. Smaller inputs are always hashed on the
 /// calling thread; the digest does not depend on `max_threads`. On failure
@@ -196,7 +210,9 @@ pub unsafe extern "C" fn cb3_blake3_new_keyed(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out)
+        let made = give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out);
+        scrub_stack(); // the Hasher (holding the key) was moved through these frames
+        made
     })
 }
 
@@ -256,6 +272,7 @@ pub unsafe extern "C" fn cb3_blake3_update(hasher: *const cb3_blake3, input: *co
         let hasher = hasher_ref(hasher)?;
         let input = Raw::new(input, input_len)?;
         hasher.update(input.as_slice());
+        scrub_stack(); // compressions start from the key words of a keyed hasher
         Ok(())
     })
 }
@@ -328,6 +345,10 @@ pub unsafe extern "C" fn cb3_blake3_finalize(
         let mut reader = hasher.lock().finalize_xof();
         reader.set_position(seek);
         reader.fill(out.as_mut_slice());
+        // The reader holds the root node's input: for a short keyed input,
+        // the key itself.
+        reader.zeroize();
+        scrub_stack();
         Ok(())
     })
 }
@@ -365,6 +386,7 @@ unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: 
     // A keyed hasher holds a copy of the key: wipe it (and the output state).
     reader.zeroize();
     hasher.zeroize();
+    scrub_stack();
     Ok(())
 }
 

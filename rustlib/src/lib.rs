@@ -18,6 +18,7 @@ pub mod hash;
 pub mod info;
 pub mod parallel;
 pub mod stream;
+pub mod wipe;
 
 pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};
 pub use errors::cb3_result;

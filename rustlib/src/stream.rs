@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::aead::{open_combined, seal_combined};
+use crate::aead::{open_combined, seal_combined, Output};
 use crate::buffers::{fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
         let stream = stream_ref(stream)?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        let written = stream.next(|key, nonce| seal_combined(key, nonce_raw(nonce), data, aad, out, out_len, 1))?;
+        let written = stream.next(|key, nonce| seal_combined(key, nonce_raw(nonce), data, aad, out, out_len, None))?;
         store(out_n, written);
         Ok(())
     })
@@ -223,11 +223,44 @@ pub unsafe extern "C" fn cb3_stream_decrypt(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
+    stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared)
+}
+
+/// `cb3_stream_decrypt` for an `out` that nothing else reads or writes
+/// during the call, in one pass; on failure it is wiped (all zeros) and the
+/// index does not move. See `cb3_aead_decrypt_private`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_stream_decrypt_private(
+    stream: *const cb3_stream,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+) -> cb3_result {
+    stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn stream_decrypt(
+    stream: *const cb3_stream,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+    output: Output,
+) -> cb3_result {
     ffi_boundary(|| {
         let stream = stream_ref(stream)?;
         let input = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        let written = stream.next(|key, nonce| open_combined(key, nonce_raw(nonce), input, aad, out, out_len, 1))?;
+        let written =
+            stream.next(|key, nonce| open_combined(key, nonce_raw(nonce), input, aad, out, out_len, output, None))?;
         store(out_n, written);
         Ok(())
     })

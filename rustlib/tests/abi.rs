@@ -57,6 +57,20 @@ impl Aead {
         assert_eq!(n, out.len());
         Ok(out)
     }
+    /// `cb3_aead_decrypt_private`: the same result; on failure the output is zeroed.
+    fn decrypt_private(&self, nonce: &[u8], ct: &[u8], aad: &[u8]) -> Result<Vec<u8>, cb3_result> {
+        let mut out = vec![0xAAu8; ct.len().saturating_sub(32)];
+        let mut n = usize::MAX;
+        let r = unsafe { cb3_aead_decrypt_private(self.0, nonce.as_ptr(), nonce.len(), ct.as_ptr(), ct.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out.len(), &mut n) };
+        if r != cb3_result::Ok {
+            let wiped = if ct.len() - 32 < 512 { 0xAA } else { 0 }; // short messages never write out
+            assert!(ct.len() < 32 || out.iter().all(|&b| b == wiped), "unverified plaintext left on failure");
+            assert_eq!(n, usize::MAX, "out_n written on failure");
+            return Err(r);
+        }
+        assert_eq!(n, out.len());
+        Ok(out)
+    }
 }
 impl Drop for Aead {
     fn drop(&mut self) { unsafe { cb3_aead_free(self.0) } }
@@ -78,7 +92,7 @@ fn upstream_vectors() {
 #[test]
 fn matches_crate_across_boundaries() {
     let mut lengths: Vec<usize> = (0..=300).collect();
-    for edge in [512usize, 1023, 1024, 1025, 2048, 4096, 8192, 16384, 65536, 65536 * 2, 1 << 20] {
+    for edge in [512usize, 1023, 1024, 1025, 2048, 4096, 8192, 16384, 65536, 65536 * 2, 1 << 18, 1 << 20] {
         lengths.extend([edge - 1, edge, edge + 1]);
     }
     lengths.push(3 * 65536 + 777);
@@ -93,6 +107,12 @@ fn matches_crate_across_boundaries() {
         let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
         assert_eq!(ct, expected, "length {len}");
         assert_eq!(aead.decrypt(&nonce, &ct, &aad).unwrap(), pt, "length {len}");
+        assert_eq!(aead.decrypt_private(&nonce, &ct, &aad).unwrap(), pt, "length {len}");
+        if len > 0 {
+            let mut bad = ct.clone();
+            bad[len - 1] ^= 1;
+            assert_eq!(aead.decrypt_private(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed), "length {len}");
+        }
     }
 }
 
@@ -212,13 +232,13 @@ fn result_messages_are_distinct() {
     let codes = [cb3_result::Ok, cb3_result::NullParameter, cb3_result::InvalidKeyLength, cb3_result::InvalidNonceLength,
         cb3_result::InvalidTagLength, cb3_result::InsufficientSize, cb3_result::OverlappingBuffers, cb3_result::DecryptionFailed,
         cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic, cb3_result::CounterOverflow,
-        cb3_result::IoError];
+        cb3_result::IoError, cb3_result::OutOfMemory];
     let message = |code: u32| unsafe { std::ffi::CStr::from_ptr(cb3_result_message(code)) };
     let messages: std::collections::HashSet<_> = codes.iter().map(|&c| message(c as u32)).collect();
     assert_eq!(messages.len(), codes.len());
     // Codes that are not in the enum (C can pass any integer) get their own
     // text instead of undefined behaviour.
-    for unknown in [1u32, 2999, 3012, 7000, u32::MAX] {
+    for unknown in [1u32, 2999, 3013, 7000, u32::MAX] {
         assert_eq!(message(unknown).to_str().unwrap(), "unknown cb3_result code");
         assert!(!messages.contains(message(unknown)));
     }
@@ -306,9 +326,11 @@ fn multithreaded_output_is_identical() {
             let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
             assert!(ct == expected, "length {len}, {threads} threads");
             assert_eq!(aead.decrypt(&nonce, &ct, &aad).unwrap(), pt);
+            assert_eq!(aead.decrypt_private(&nonce, &ct, &aad).unwrap(), pt);
             let mut bad = ct.clone();
             bad[len / 2] ^= 4;
             assert_eq!(aead.decrypt(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed));
+            assert_eq!(aead.decrypt_private(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed));
             // In place, split over the same threads.
             let mut buf = pt.clone();
             let mut tag = [0u8; 32];

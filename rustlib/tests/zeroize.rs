@@ -71,3 +71,39 @@ fn stream_key_and_nonce_are_wiped_when_freed() {
         dealloc(stream as *mut u8, Layout::new::<cb3_stream>());
     }
 }
+
+#[test]
+fn chacha_key_is_wiped_when_freed() {
+    use cb3::chacha::{cb3_chacha, cb3_chacha_apply, cb3_chacha_new};
+    for (nonce_len, rounds) in [(8usize, 20u32), (12, 12), (24, 8)] {
+        let key = secret(32, 0x6B ^ nonce_len as u8);
+        let nonce = secret(nonce_len, 0x11);
+        let mut chacha: *mut cb3_chacha = std::ptr::null_mut();
+        assert_eq!(unsafe { cb3_chacha_new(key.as_ptr(), 32, nonce.as_ptr(), nonce_len, 0, rounds, &mut chacha) }, cb3_result::Ok);
+        let mut buf = [0u8; 300];
+        assert_eq!(unsafe { cb3_chacha_apply(chacha, buf.as_ptr(), 100, buf.as_mut_ptr(), 300) }, cb3_result::Ok);
+        // XChaCha keeps the HChaCha subkey, not the key itself.
+        if nonce_len != 24 {
+            assert!(unsafe { contains(chacha, &key) }, "the test must see the key while the object lives");
+        }
+        assert!(!unsafe { survives_drop(chacha, &key) }, "key left in a freed cb3_chacha ({nonce_len}-byte nonce)");
+    }
+}
+
+#[test]
+fn keyed_hasher_key_is_wiped_when_freed() {
+    use cb3::hash::{cb3_blake3, cb3_blake3_finalize, cb3_blake3_new_keyed, cb3_blake3_update};
+    for max_threads in [1usize, 2] {
+        let key = secret(32, 0x3D);
+        let mut hasher: *mut cb3_blake3 = std::ptr::null_mut();
+        assert_eq!(unsafe { cb3_blake3_new_keyed(key.as_ptr(), 32, max_threads, &mut hasher) }, cb3_result::Ok);
+        assert!(unsafe { contains(hasher, &key) }, "the test must see the key while the hasher lives");
+        let data = vec![7u8; 3000];
+        let mut out = [0u8; 100];
+        unsafe {
+            assert_eq!(cb3_blake3_update(hasher, data.as_ptr(), data.len()), cb3_result::Ok);
+            assert_eq!(cb3_blake3_finalize(hasher, 1 << 40, out.as_mut_ptr(), out.len()), cb3_result::Ok);
+        }
+        assert!(!unsafe { survives_drop(hasher, &key) }, "key left in a freed cb3_blake3");
+    }
+}

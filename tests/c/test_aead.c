@@ -161,6 +161,18 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
                  CB3_RESULT_OK);
     CHECK(memcmp(buf.ptr, pt, len) == 0 && guarded_intact(&buf, len));
 
+    /* The _private variants (an output no one else sees): the same plaintext. */
+    guarded_reset(&back);
+    n = NOT_WRITTEN;
+    CHECK_RESULT(cb3_aead_decrypt_private(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, back.ptr, len, &n),
+                 CB3_RESULT_OK);
+    CHECK(n == len && memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
+    guarded_reset(&back);
+    CHECK_RESULT(cb3_aead_decrypt_detached_private(aead, NONCE, 24, ct.ptr, len, ct.ptr + len, CB3_TAG_SIZE, AAD,
+                                                   sizeof AAD, back.ptr, len),
+                 CB3_RESULT_OK);
+    CHECK(memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
+
     /* Tampering: every kind fails and writes nothing, for every decrypt call. */
     uint8_t *bad = (uint8_t *)xmalloc(total);
     uint8_t other_nonce[24], other_aad[sizeof AAD];
@@ -181,6 +193,19 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
                                                back.ptr, len),
                      CB3_RESULT_DECRYPTION_FAILED);
         CHECK(guarded_intact(&back, 0));
+        /* _private: on failure the output holds zeros (512 bytes and more) or is untouched, never plaintext. */
+        for (int detached = 0; detached < 2; detached++) {
+            guarded_reset(&back);
+            n = NOT_WRITTEN;
+            cb3_result r = detached ? cb3_aead_decrypt_detached_private(aead, NONCE, 24, bad, len, bad + len,
+                                                                        CB3_TAG_SIZE, AAD, sizeof AAD, back.ptr, len)
+                                    : cb3_aead_decrypt_private(aead, NONCE, 24, bad, total, AAD, sizeof AAD,
+                                                               back.ptr, len, &n);
+            CHECK_RESULT(r, CB3_RESULT_DECRYPTION_FAILED);
+            CHECK(n == NOT_WRITTEN && guarded_intact(&back, len));
+            for (size_t i = 0; i < len; i++)
+                CHECK(back.ptr[i] == (len < 512 ? SENTINEL : 0));
+        }
         /* In place: the buffer keeps the (tampered) ciphertext. */
         uint8_t *copy = (uint8_t *)xmalloc(total);
         memcpy(copy, bad, total);

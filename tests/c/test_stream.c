@@ -78,6 +78,15 @@ static void test_schedule(void)
                      CB3_RESULT_OK);
         CHECK(n == len && memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
         CHECK(cb3_stream_message_index(receiver) == i + 1);
+        /* The _private variant on the next message's twin: a message it does not
+         * expect fails, leaves no plaintext and does not move the index. */
+        guarded_reset(&back);
+        n = NOT_WRITTEN;
+        CHECK_RESULT(cb3_stream_decrypt_private(receiver, ct.ptr, ct.len, aad, sizeof aad, back.ptr, back.len, &n),
+                     CB3_RESULT_DECRYPTION_FAILED);
+        CHECK(n == NOT_WRITTEN && guarded_intact(&back, len) && cb3_stream_message_index(receiver) == i + 1);
+        for (size_t b = 0; b < len; b++)
+            CHECK(back.ptr[b] == (len < 512 ? SENTINEL : 0));
         guarded_free(&ct);
         guarded_free(&expected);
         guarded_free(&back);
