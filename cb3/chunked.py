@@ -547,6 +547,7 @@ class DecryptingReader(_PlaintextFile):
         return taken, start, end
 
     def readinto(self, buffer: Buffer) -> int:
+        """Fills ``buffer`` with verified plaintext; returns the bytes written (0 at the end)."""
         self._check_open()
         with memoryview(buffer) as raw:
             view = raw.cast("B")
@@ -569,6 +570,7 @@ class DecryptingReader(_PlaintextFile):
             return done
 
     def readinto1(self, buffer: Buffer) -> int:
+        """Like ``readinto``, but reads at most one more chunk from the source."""
         self._check_open()
         self._ensure()
         with memoryview(buffer) as raw:

@@ -97,12 +97,18 @@ def public_api() -> list[tuple[str, Any, str | None, str | None]]:
         in_ext = getattr(_cb3, getattr(obj, "__name__", ""), None) is obj or obj.__module__.startswith("cb3._cb3")
         stub_name = obj.__name__ if obj.__name__ in STUB_FUNCTIONS or obj.__name__ in STUB_CLASSES else None
         rows.append((qualname, obj, None, stub_name if in_ext or stub_name else None))
-        if isinstance(obj, type):
+        if isinstance(obj, type) and (in_ext or stub_name):
             for name in dir(obj):
                 attr = getattr(obj, name)
                 if name.startswith("_") or isinstance(attr, type) or not callable(attr):
                     continue
                 rows.append((f"{qualname}.{name}", attr, obj.__name__, name))
+        elif isinstance(obj, type):  # a class written in Python (typed inline): the methods cb3 defines
+            for name in sorted({n for klass in obj.__mro__ if klass.__module__.startswith("cb3.") for n in vars(klass)}):
+                attr = getattr(obj, name)
+                if name.startswith("_") or isinstance(attr, type) or not callable(attr):
+                    continue
+                rows.append((f"{qualname}.{name}", attr, None, None))
     return rows
 
 
@@ -135,8 +141,9 @@ def test_signature(qualname, obj, stub_class, stub_name):
     assert not kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}, sig
     doc = inspect.getdoc(obj)
     assert doc and "\n--\n" not in doc and not doc.startswith(f"{obj.__name__}("), doc
-    if stub_name is None:  # a Python function: its signature is its source's
-        assert inspect.isfunction(obj) or inspect.ismethod(obj), qualname
+    if stub_name is None:  # written in Python: its signature is its source's
+        python_class = isinstance(obj, type) and not obj.__module__.startswith("cb3._cb3")
+        assert inspect.isfunction(obj) or inspect.ismethod(obj) or python_class, qualname
         return
     if stub_class is None:
         if isinstance(obj, type):

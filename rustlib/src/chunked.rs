@@ -18,14 +18,14 @@
 //! truncated stream from a complete one) is the caller's job: it knows where
 //! its input ends, and passes `last` for the batch that holds the final chunk.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::aead::{open, seal, Source, CB3_TAG_SIZE};
+use crate::aead::{open, seal, Output, Source, CB3_TAG_SIZE};
 use crate::buffers::{disjoint, fixed, give, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
-use crate::parallel;
+use crate::parallel::{self, LazyPool};
 
 /// Bytes of the stream header: magic (7), version (1), chunk size (4, big
 /// endian), nonce prefix (15).
@@ -113,7 +113,8 @@ pub struct cb3_chunked {
     /// The associated data of every chunk: the encoded header, then the
     /// caller's associated data.
     aad: Vec<u8>,
-    max_threads: usize,
+    /// The shared pool for `max_threads` (None: the calling thread only).
+    pool: Option<Arc<LazyPool>>,
 }
 
 /// How a batch of `len` bytes splits into chunks of `piece` bytes: the number
@@ -139,7 +140,7 @@ impl cb3_chunked {
     where
         F: Fn(usize) -> Cb3Result<()> + Sync,
     {
-        let pool = (count > 1 && batch_bytes >= PARALLEL_MIN_BATCH).then(|| parallel::pool_for(self.max_threads)).flatten();
+        let pool = (count > 1 && batch_bytes >= PARALLEL_MIN_BATCH).then(|| self.pool.as_deref().and_then(LazyPool::get)).flatten();
         let Some(pool) = pool else {
             return (0..count).try_for_each(work);
         };
@@ -163,6 +164,7 @@ impl cb3_chunked {
                 }
             })
         });
+        parallel::scrub_workers(&pool); // the chunks' key material on the workers' stacks
         match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             Some(code) => Err(code),
             None => Ok(()),
@@ -198,7 +200,7 @@ impl cb3_chunked {
                 std::slice::from_raw_parts_mut(out_base.get().add(start + chunk * CB3_TAG_SIZE), input.len() + CB3_TAG_SIZE)
             };
             let (body, tag_out) = sealed.split_at_mut(input.len());
-            let tag = seal(&self.key.0, &nonce, &self.aad, Source::Separate(input), body, 1)?;
+            let tag = seal(&self.key.0, &nonce, &self.aad, Source::Separate(input), body, None)?;
             tag_out.copy_from_slice(&tag);
             Ok(())
         })?;
@@ -236,7 +238,7 @@ impl cb3_chunked {
             // SAFETY: chunk `chunk` owns out[chunk * size .. + body.len()], disjoint
             // from every other chunk's range and inside `out` (checked above).
             let plain = unsafe { std::slice::from_raw_parts_mut(out_base.get().add(chunk * size), body.len()) };
-            open(&self.key.0, &nonce, &self.aad, tag.try_into().expect("32 bytes"), Source::Separate(body), plain, 1)
+            open(&self.key.0, &nonce, &self.aad, tag.try_into().expect("32 bytes"), Source::Separate(body), plain, Output::Shared, None)
         });
         if let Err(code) = result {
             out[..total].zeroize();
@@ -399,7 +401,7 @@ pub unsafe extern "C" fn cb3_chunked_new(
         let mut all = Vec::with_capacity(CB3_CHUNKED_HEADER_SIZE + aad.len());
         all.extend_from_slice(header_bytes);
         all.extend_from_slice(aad);
-        give(cb3_chunked { key: ChunkedKey(*key), header: parsed, aad: all, max_threads }, chunked_out)
+        give(cb3_chunked { key: ChunkedKey(*key), header: parsed, aad: all, pool: parallel::shared_pool(max_threads) }, chunked_out)
     })
 }
 
@@ -527,7 +529,7 @@ mod tests {
         let header = Header { chunk_size, nonce_prefix: [7; 15] };
         let mut aad = header.encode().to_vec();
         aad.extend_from_slice(b"aad");
-        cb3_chunked { key: ChunkedKey([1; 32]), header, aad, max_threads: threads }
+        cb3_chunked { key: ChunkedKey([1; 32]), header, aad, pool: parallel::shared_pool(threads) }
     }
 
     #[test]
