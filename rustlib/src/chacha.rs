@@ -42,8 +42,9 @@ use chacha20::{hchacha, ChaChaCore, Rounds, R12, R20, R8};
 use zeroize::Zeroize;
 
 use crate::aead::{data_and_output, Source};
-use crate::buffers::{disjoint, fixed, give, store, Raw};
+use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::object::{self, Object};
 
 /// The ChaCha block size in bytes: positions are `64 * block + offset`.
 pub const CB3_CHACHA_BLOCK_SIZE: usize = 64;
@@ -253,22 +254,32 @@ macro_rules! dispatch {
 /// with `cb3_chacha_new`, release with `cb3_chacha_free`. Every call holds
 /// the object's lock for its whole duration, so one object may be shared
 /// between threads: each call then gets its own contiguous run of keystream,
-/// in an unspecified order.
+/// in an unspecified order. It works only in the process that created it: in
+/// a `fork()` child every call fails with `CB3_RESULT_FORKED`, since both
+/// processes would otherwise go on with the same keystream.
 pub struct cb3_chacha {
     engine: Mutex<Engine>,
 }
 
+impl Object for cb3_chacha {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:chch");
+    const NAME: &'static str = "cb3_chacha";
+    const FREE: &'static str = "cb3_chacha_free";
+}
+
 impl cb3_chacha {
     fn lock(&self) -> MutexGuard<'_, Engine> {
-        // A poisoned lock only means a panic elsewhere; the state is still a value.
-        self.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        object::lock(&self.engine)
     }
 }
 
+/// The object at `ptr`: NULL, a freed object or one created in another
+/// process (before `fork()`) are errors (see `object.rs`).
+///
 /// # Safety
-/// `ptr` is NULL or came from `cb3_chacha_new` and was not freed.
+/// `ptr` is NULL or came from `cb3_chacha_new`.
 unsafe fn chacha_ref<'a>(ptr: *const cb3_chacha) -> Cb3Result<&'a cb3_chacha> {
-    ptr.as_ref().ok_or(cb3_result::NullParameter)
+    object::get_here(ptr)
 }
 
 /// Creates a ChaCha keystream from a 32-byte key, a nonce of 8, 12 or 24
@@ -310,7 +321,7 @@ pub unsafe extern "C" fn cb3_chacha_new(
                 return Err(cb3_result::InvalidArgument);
             }
         };
-        give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out)
+        object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out)
     })
 }
 
@@ -318,14 +329,14 @@ pub unsafe extern "C" fn cb3_chacha_new(
 /// (for XChaCha, the HChaCha subkey), the nonce, the cipher core's state and
 /// any buffered keystream are overwritten with zeros before the memory is
 /// released. The pointer must not be used afterwards (nor freed twice), and
-/// no other thread may be using the object during or after the call.
+/// no other thread may be using the object during or after the call. It may
+/// be freed in a `fork()` child (wiping the child's copy). Freeing it twice,
+/// or freeing a pointer that is not a live ChaCha object, prints a message
+/// to stderr and aborts; other calls on a freed object return
+/// `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_free(chacha: *mut cb3_chacha) {
-    ffi_boundary_or((), || {
-        if !chacha.is_null() {
-            drop(Box::from_raw(chacha));
-        }
-    })
+    ffi_boundary_or((), || object::free(chacha))
 }
 
 /// XORs the next `input_len` keystream bytes with `input` into `out`

@@ -15,6 +15,7 @@ pub mod chacha;
 pub mod errors;
 pub mod hash;
 pub mod info;
+pub mod object;
 pub mod parallel;
 pub mod stream;
 
