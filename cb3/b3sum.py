@@ -14,7 +14,8 @@ With no FILE, or with ``-``, standard input is read. Regular files are
 memory-mapped and hashed on several threads (``--num-threads``; by default
 one per logical core). When standard error is a terminal, files larger
 than 256 MiB show a progress bar there. Exit status: 0 when every input was
-hashed (and, with ``--check``, matched), 1 otherwise, 2 for a usage error.
+hashed (and, with ``--check``, matched), 1 otherwise, 2 for a usage error,
+130 after Ctrl-C (also while reading an endless file such as /dev/zero).
 
 The command is ``main(argv)``; ``cb3.__main__`` may dispatch to it.
 """
@@ -382,6 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     length = 32 if args.length is None else args.length
     try:
         return _run(base, files, length, args)
+    except KeyboardInterrupt:
+        # Ctrl-C, also during a read that never ends (/dev/zero, a FIFO):
+        # update_mmap() handles signals between chunks. 130 is what a shell
+        # reports for a command killed by SIGINT, as upstream b3sum is.
+        return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, and keep the
         # interpreter from complaining again when it flushes stdout at exit.
