@@ -258,9 +258,13 @@ pub extern "C" fn cb3_set_wait_hooks(begin: cb3_wait_begin, end: cb3_wait_end) -
     if begin.is_some() != end.is_some() {
         return cb3_result::InvalidArgument;
     }
-    // Leaked on purpose: a call that loaded the old hooks may still use them.
-    let hooks = Box::into_raw(Box::new(WaitHooks { begin, end }));
-    WAIT_HOOKS.store(hooks, Ordering::Release);
+    // Never freed: a call that loaded the old hooks may still use them. They
+    // stay reachable from INSTALLED (so leak checkers do not report them).
+    static INSTALLED: Mutex<Vec<Box<WaitHooks>>> = Mutex::new(Vec::new());
+    let mut installed = INSTALLED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let hooks = Box::new(WaitHooks { begin, end });
+    WAIT_HOOKS.store(&*hooks as *const WaitHooks as *mut WaitHooks, Ordering::Release);
+    installed.push(hooks);
     cb3_result::Ok
 }
 
