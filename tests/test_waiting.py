@@ -152,6 +152,11 @@ print("done", flush=True)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"), reason="userfaultfd numbers for x86_64/aarch64")
+@pytest.mark.skipif(
+    sys.implementation.name == "pypy",
+    reason="PyPy: buffers borrowed through cpyext are not pinned, so every call with a buffer keeps the GIL "
+    "(the holder here too); the buffer-free FIFO test covers PyPy",
+)
 @pytest.mark.parametrize("kind", ["blake3", "Stream", "ChaCha20"])
 def test_a_waiting_small_call_releases_the_gil(kind: str) -> None:
     """A thread is inside a large call on the object (lock held, GIL

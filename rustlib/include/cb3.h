@@ -653,7 +653,10 @@ enum cb3_result cb3_chacha_seek(const struct cb3_chacha *chacha, uint64_t block,
 /**
  * Stores the current keystream position as `64 * *block_out + *offset_out`
  * with `*offset_out` below 64, except at the very end of a 64-bit keystream
- * (block 2^64 - 1, offset 64).
+ * (block 2^64 - 1, offset 64). Reading the position uses no keystream, so
+ * it also works in a `fork()` child (giving the position at the fork),
+ * unless a thread of the parent was inside a call with the object then
+ * (`CB3_RESULT_FORKED`).
  */
 enum cb3_result cb3_chacha_position(const struct cb3_chacha *chacha,
                                     uint64_t *block_out,

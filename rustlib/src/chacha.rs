@@ -390,7 +390,10 @@ pub unsafe extern "C" fn cb3_chacha_seek(chacha: *const cb3_chacha, block: u64, 
 
 /// Stores the current keystream position as `64 * *block_out + *offset_out`
 /// with `*offset_out` below 64, except at the very end of a 64-bit keystream
-/// (block 2^64 - 1, offset 64).
+/// (block 2^64 - 1, offset 64). Reading the position uses no keystream, so
+/// it also works in a `fork()` child (giving the position at the fork),
+/// unless a thread of the parent was inside a call with the object then
+/// (`CB3_RESULT_FORKED`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_position(
     chacha: *const cb3_chacha,
@@ -398,11 +401,21 @@ pub unsafe extern "C" fn cb3_chacha_position(
     offset_out: *mut u32,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let chacha = chacha_ref(chacha)?;
+        let (chacha, owner) = object::get_with_owner(chacha)?;
         if block_out.is_null() || offset_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let position = dispatch!(&*chacha.lock(), ks => ks.pos);
+        let engine = if owner.load(std::sync::atomic::Ordering::Acquire) == object::process_id() {
+            chacha.lock()
+        } else {
+            // Never wait in a child: a lock held at the fork stays held.
+            match chacha.engine.try_lock() {
+                Ok(engine) => engine,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Err(cb3_result::Forked),
+            }
+        };
+        let position = dispatch!(&*engine, ks => ks.pos);
         let (mut block, mut offset) = (position / BLOCK, (position % BLOCK) as u32);
         if block > u128::from(u64::MAX) {
             block -= 1;

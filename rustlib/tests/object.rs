@@ -125,11 +125,15 @@ fn streams_and_chacha_refuse_in_a_forked_child_hashers_move() {
     let chacha = new_chacha();
     let hasher = new_hasher();
     assert_eq!(stream_encrypt(stream), cb3_result::Ok);
+    assert_eq!(chacha_apply(chacha), cb3_result::Ok);
     let code = in_child(|| {
         let mut failures = 0;
         failures += (stream_encrypt(stream) != cb3_result::Forked) as i32;
         failures += (chacha_apply(chacha) != cb3_result::Forked) as i32;
         failures += (unsafe { cb3_stream_message_index(stream) } != 1) as i32;
+        let (mut block, mut offset) = (9u64, 9u32);
+        failures += (unsafe { cb3_chacha_position(chacha, &mut block, &mut offset) } != cb3_result::Ok) as i32;
+        failures += (block != 0 || offset != 1) as i32;
         failures += (hasher_update(hasher) != cb3_result::Ok) as i32; // idle: moves here
         // Objects made in the child work; freeing the parent's copies is allowed.
         let fresh = new_stream();

@@ -147,6 +147,10 @@ static void use_after_fork(void)
     failures += stream_encrypt(fork_stream) != CB3_RESULT_FORKED;
     failures += chacha_apply(fork_chacha) != CB3_RESULT_FORKED;
     failures += cb3_stream_message_index(fork_stream) != 1;
+    uint64_t block = 9;
+    uint32_t offset = 9;
+    failures += cb3_chacha_position(fork_chacha, &block, &offset) != CB3_RESULT_OK; /* reading is allowed */
+    failures += block != 0 || offset != 1;
     failures += cb3_blake3_update(fork_hasher, (const uint8_t *)"x", 1) != CB3_RESULT_OK; /* idle: moves here */
     cb3_stream *fresh = NULL;
     failures += cb3_stream_new(KEY, 32, NONCE, 24, 0, &fresh) != CB3_RESULT_OK;
@@ -165,6 +169,7 @@ static void test_fork(void)
     CHECK_RESULT(cb3_chacha_new(KEY, 32, NONCE, 24, 0, 20, &fork_chacha), CB3_RESULT_OK);
     CHECK_RESULT(cb3_blake3_new(1, &fork_hasher), CB3_RESULT_OK);
     CHECK_RESULT(stream_encrypt(fork_stream), CB3_RESULT_OK);
+    CHECK_RESULT(chacha_apply(fork_chacha), CB3_RESULT_OK);
     char err[4096];
     int status = in_child(use_after_fork, err, sizeof err);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
