@@ -195,6 +195,14 @@ def _interrupt(argv: list[str], ready: str, pause: float = 0.5) -> subprocess.Co
     return subprocess.CompletedProcess(argv, process.returncode, line + out, err)
 
 
+# PyPy 7.3.19's cpyext PyErr_CheckSignals does not run the Python signal
+# handlers from C (measured: SIGINT is ignored until the read ends), so an
+# endless read cannot be interrupted there yet.
+CPYTHON_SIGNALS = pytest.mark.skipif(
+    sys.implementation.name == "pypy",
+    reason="PyPy: PyErr_CheckSignals from C does not run Python signal handlers (Ctrl-C not handled during the read)",
+)
+
 UPDATE_MMAP = """
 import sys, cb3
 hasher = cb3.blake3(max_threads=int(sys.argv[2]))
@@ -208,6 +216,7 @@ print("returned", flush=True)
 """
 
 
+@CPYTHON_SIGNALS
 @pytest.mark.parametrize("threads", [1, cb3.AUTO])
 @pytest.mark.parametrize("path", ["/dev/zero", "/dev/urandom"])
 def test_ctrl_c_stops_update_mmap_of_an_endless_device(path: str, threads: int) -> None:
@@ -218,6 +227,7 @@ def test_ctrl_c_stops_update_mmap_of_an_endless_device(path: str, threads: int) 
     assert "KeyboardInterrupt after" in result.stdout
 
 
+@CPYTHON_SIGNALS
 def test_ctrl_c_stops_update_mmap_of_a_fifo_without_writer(tmp_path: Path) -> None:
     """Blocked in open() (no writer yet): EINTR reaches the signal check."""
     fifo = tmp_path / "fifo"
@@ -226,6 +236,7 @@ def test_ctrl_c_stops_update_mmap_of_a_fifo_without_writer(tmp_path: Path) -> No
     assert result.returncode == 3, result.stderr
 
 
+@CPYTHON_SIGNALS
 def test_ctrl_c_stops_update_mmap_of_an_endless_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -255,6 +266,7 @@ def test_update_mmap_of_a_fifo_still_hashes_everything(tmp_path: Path) -> None:
     assert hasher.digest() == cb3.blake3(data, key=KEY).digest()
 
 
+@CPYTHON_SIGNALS
 @pytest.mark.parametrize("argv", [["/dev/zero"], ["--num-threads", "1", "/dev/urandom"]])
 def test_ctrl_c_stops_b3sum(argv: list[str]) -> None:
     """b3sum on an endless device: Ctrl-C ends it (exit status 130, as a
