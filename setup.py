@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import sysconfig
 
 import hpy.devel
 import hpy.devel.version
@@ -155,13 +156,16 @@ def load_capi():
 def copy_capi_file(source, target, strip_debug):
     """Copies atomically. A release libcb3.a loses its debug sections and the
     LLVM bitcode that rustc embeds for LTO, which a C linker never reads
-    (22 MB -> 4 MB; code and symbols stay), when binutils' strip is there."""
+    (22 MB -> 4 MB; code and symbols stay), when binutils' strip is there;
+    then it is sealed (seal_archive)."""
     temporary = f"{target}.tmp"
     shutil.copyfile(source, temporary)
     strip = shutil.which("strip")
     if target.endswith(".a") and strip_debug and strip:
         sections = ["--remove-section=.llvmbc", "--remove-section=.llvmcmd"]
         subprocess.check_call([strip, "--strip-debug", *sections, temporary])
+    if target.endswith(".a"):
+        seal_archive(temporary)
     os.replace(temporary, target)
 
 
@@ -172,12 +176,58 @@ def crate_version():
     against it by tests/test_c_api.py and tests/c)."""
     with open(os.path.join(RUSTLIB, "Cargo.toml"), "rb") as f:
         return tomllib.load(f)["package"]["version"]
+def seal_archive(path):
+    """Rewrites the static library so that its only global symbols are the
+    C API's (cb3_*). A Rust staticlib exports some 2,700 other names: Rust's
+    runtime (rust_eh_personality, __rust_alloc, ...), every crate's mangled
+    items and the BLAKE3 C library's own functions (blake3_hash_many_sse2,
+    ...), so a program that also links libblake3 or another Rust staticlib
+    failed with duplicate symbols, or silently bound cb3 to the other copy.
+    The members are partially linked into one object (ld -r), whose other
+    symbols are then made local (objcopy --keep-global-symbols); references
+    to undefined symbols (libc, libgcc_s) stay. Linux/ELF with GNU binutils
+    only (LD, OBJCOPY, NM, AR override the tools); elsewhere the archive is
+    shipped as cargo built it."""
+    tools = {name: os.environ.get(name.upper()) or shutil.which(name) for name in ("ld", "objcopy", "nm", "ar")}
+    if not sys.platform.startswith("linux") or not all(tools.values()):
+        missing = ", ".join(name for name, tool in tools.items() if not tool)
+        print(f"warning: libcb3.a not sealed (needs Linux and GNU binutils; missing: {missing or 'none'})")
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    combined = os.path.join(directory, "cb3-sealed.o")
+    keep = os.path.join(directory, "cb3-sealed.keep")
+    try:
+        subprocess.check_call([tools["ld"], "-r", "--whole-archive", path, "-o", combined])
+        listing = subprocess.check_output([tools["nm"], "-g", "--defined-only", "--format=posix", combined], text=True)
+        names = sorted({line.split()[0] for line in listing.splitlines() if line.startswith("cb3_")})
+        if not names:
+            raise RuntimeError(f"no cb3_* symbols in {path}")
+        with open(keep, "w", encoding="ascii") as f:
+            f.write("".join(f"{name}\n" for name in names))
+        subprocess.check_call([tools["objcopy"], f"--keep-global-symbols={keep}", combined])
+        os.remove(path)
+        subprocess.check_call([tools["ar"], "rcs", path, combined])
+    finally:
+        for leftover in (combined, keep):
+            if os.path.exists(leftover):
+                os.remove(leftover)
 
 
 def c_string(value):
     if not value or not all(c.isalnum() or c in "._+-" for c in value):
         raise ValueError(f"unexpected build identifier {value!r}")
     return f'"{value}"'
+
+
+# Hardening, as distributions build C (checked by tests/test_build_hardening.py):
+# stack canaries in functions with arrays, checked libc calls (_FORTIFY_SOURCE,
+# which needs optimization: -O2 below), and full RELRO (relocations resolved
+# at load time, then made read-only). A _FORTIFY_SOURCE level given in CFLAGS
+# (or by the interpreter's build flags) is kept rather than redefined.
+HARDENING_COMPILE_ARGS = ["-fstack-protector-strong"]
+if "_FORTIFY_SOURCE" not in " ".join([os.environ.get("CFLAGS", ""), sysconfig.get_config_var("CFLAGS") or ""]):
+    HARDENING_COMPILE_ARGS.append("-D_FORTIFY_SOURCE=2")
+HARDENING_LINK_ARGS = ["-Wl,-z,relro,-z,now", "-Wl,-z,noexecstack"]
 
 
 def extension():
@@ -206,8 +256,9 @@ def extension():
             "-Wno-unused-parameter",
             "-Wno-missing-field-initializers",
             "-Wno-cast-function-type",  # hpy's own runtime sources cast slot functions
+            *HARDENING_COMPILE_ARGS,
         ],
-        extra_link_args=["-Wl,--gc-sections", "-Wl,--exclude-libs,ALL", "-Wl,--strip-debug"],
+        extra_link_args=["-Wl,--gc-sections", "-Wl,--exclude-libs,ALL", "-Wl,--strip-debug", *HARDENING_LINK_ARGS],
     )
 
 

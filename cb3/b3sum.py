@@ -14,7 +14,8 @@ With no FILE, or with ``-``, standard input is read. Regular files are
 memory-mapped and hashed on several threads (``--num-threads``; by default
 one per logical core). When standard error is a terminal, files larger
 than 256 MiB show a progress bar there. Exit status: 0 when every input was
-hashed (and, with ``--check``, matched), 1 otherwise, 2 for a usage error.
+hashed (and, with ``--check``, matched), 1 otherwise, 2 for a usage error,
+130 after Ctrl-C (also while reading an endless file such as /dev/zero).
 
 The command is ``main(argv)``; ``cb3.__main__`` may dispatch to it.
 """
@@ -28,7 +29,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol, cast
 
 from . import __version__
@@ -220,7 +221,7 @@ def _parse_check_line(line: str) -> _CheckLine:
         file_string, hash_hex = rest[len("BLAKE3 (") :].rsplit(") = ", 1)
     else:
         raise Failure("Invalid check line format")
-    if len(hash_hex) != 64:
+    if len(hash_hex.encode("utf-8")) != 64:  # bytes, as upstream counts
         raise Failure("Invalid hash length")
     if any(c not in "0123456789abcdef" for c in hash_hex):
         raise Failure("Invalid hex")
@@ -253,6 +254,25 @@ def _check_one_line(base: blake3, line: str, args: argparse.Namespace) -> bool:
     return False
 
 
+def _check_lines(data: bytes) -> Iterator[str]:
+    """The lines of a checkfile as upstream b3sum reads them (its
+    what_does_check_do.md, rule 5): separated by a newline (U+000A) and
+    nothing else, each decoded as UTF-8 on its own. str.splitlines() would
+    also break at VT, FF, FS, GS, RS, NEL, U+2028 and U+2029, which a file
+    name may hold unescaped: a planted name could then inject check lines.
+    Invalid UTF-8 ends the check with an error where it occurs, after the
+    lines before it were checked, as upstream does."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        try:
+            yield data[start:end].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Failure("stream did not contain valid UTF-8") from e
+        start = end
+
+
 def _check_file(base: blake3, path: str, args: argparse.Namespace) -> int:
     """Checks every line of one checkfile; returns the number of failures."""
     if path == "-":
@@ -260,12 +280,8 @@ def _check_file(base: blake3, path: str, args: argparse.Namespace) -> int:
     else:
         with open(path, "rb") as f:
             data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Failure("stream did not contain valid UTF-8") from e
     failures = 0
-    for line in text.splitlines(keepends=True):
+    for line in _check_lines(data):
         if not _check_one_line(base, line, args):
             failures += 1
     return failures
@@ -367,6 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     length = 32 if args.length is None else args.length
     try:
         return _run(base, files, length, args)
+    except KeyboardInterrupt:
+        # Ctrl-C, also during a read that never ends (/dev/zero, a FIFO):
+        # update_mmap() handles signals between chunks. 130 is what a shell
+        # reports for a command killed by SIGINT, as upstream b3sum is.
+        return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, and keep the
         # interpreter from complaining again when it flushes stdout at exit.

@@ -24,7 +24,8 @@ static int put_keyword(HPyContext *ctx, const cb3_argspec *spec, int nnames, HPy
     if (text == NULL)
         return -1;
     for (int i = 0; i < nnames; i++) {
-        if (strcmp(text, spec->names[i]) == 0) {
+        /* The whole name: `associated_data\0x` is not `associated_data`. */
+        if ((size_t)size == strlen(spec->names[i]) && memcmp(text, spec->names[i], (size_t)size) == 0) {
             if (i < spec->positional_only)
                 return cb3_raisef(ctx, ctx->h_TypeError,
                                   "%s() got some positional-only arguments passed as keyword arguments: '%s'",
@@ -36,7 +37,18 @@ static int put_keyword(HPyContext *ctx, const cb3_argspec *spec, int nnames, HPy
             return 0;
         }
     }
-    return cb3_raisef(ctx, ctx->h_TypeError, "%s() got an unexpected keyword argument '%.100s'", spec->function, text);
+    /* The name's repr: it may hold a NUL or other unprintable characters. */
+    HPy repr = HPy_Repr(ctx, name);
+    HPy_ssize_t shown_size;
+    const char *shown = HPy_IsNull(repr) ? NULL : HPyUnicode_AsUTF8AndSize(ctx, repr, &shown_size);
+    if (shown == NULL) {
+        HPyErr_Clear(ctx);
+        shown = "?";
+    }
+    cb3_raisef(ctx, ctx->h_TypeError, "%s() got an unexpected keyword argument %.100s", spec->function, shown);
+    if (!HPy_IsNull(repr))
+        HPy_Close(ctx, repr);
+    return -1;
 }
 
 /* "encrypt(nonce, data, associated_data=...)": the call shape that messages

@@ -53,6 +53,10 @@ typedef struct {
 /* Sets the Python exception for a failed cb3 call. Always returns -1. */
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given);
 
+/* RuntimeError for CB3_RESULT_FORKED: `what` ("cb3.Stream") was created in
+ * the parent process, and `instead` says what to do in the child. */
+int cb3_raise_forked(HPyContext *ctx, const char *what, const char *why, const char *instead);
+
 /* Sets `type(message)`, formatting like printf. Always returns -1. */
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 #if defined(__GNUC__)
@@ -106,14 +110,28 @@ int cb3_all_pinned(const cb3_borrowed *set);
  * (cb3_output), never from object fields. */
 #define CB3_RUN(ctx, set, nbytes, result, call)                        \
     do {                                                               \
-        if ((nbytes) >= CB3_GIL_THRESHOLD && cb3_all_pinned(set)) {    \
+        int cb3_pinned_ = cb3_all_pinned(set);                         \
+        if ((nbytes) >= CB3_GIL_THRESHOLD && cb3_pinned_) {            \
             HPy_BEGIN_LEAVE_PYTHON(ctx)                                \
             (result) = (call);                                         \
             HPy_END_LEAVE_PYTHON(ctx)                                  \
         } else {                                                       \
+            cb3_wait_ctx = cb3_pinned_ ? (ctx) : NULL;                 \
             (result) = (call);                                         \
+            cb3_wait_ctx = NULL;                                       \
         }                                                              \
     } while (0)
+
+/* Runs `call`, a cb3 call that takes an object's lock (cb3_stream_*,
+ * cb3_blake3_*, cb3_chacha_*), with the GIL held, as CB3_RUN does for small
+ * inputs: if the lock is busy, the call waits for it with the GIL released
+ * (hashlib's pattern), so that the thread holding the lock, and every other
+ * thread, can go on. Rust calls the wait hooks that module.c installs
+ * (cb3_set_wait_hooks); they release the GIL through cb3_wait_ctx, which is
+ * set only for the duration of such a call, and only when the buffers in
+ * `set` are pinned (the GIL is then released as for a large input). */
+extern _Thread_local HPyContext *cb3_wait_ctx;
+#define CB3_LOCKING(ctx, set, result, call) CB3_RUN(ctx, set, 0, result, call)
 
 /* Output bytes: Rust writes into `ptr[0..len)`, then cb3_output_finish makes
  * the bytes object. Two routes, chosen at compile time (see buffers.c):

@@ -11,6 +11,17 @@ HPyType_HELPERS(ChaChaObject)
 
 static const cb3_given_lengths no_lengths = {0, 0, 0};
 
+/* cb3_raise, with what to do for a ChaCha20 made before fork(). */
+static int raise_result(HPyContext *ctx, cb3_result r)
+{
+    if (r == CB3_RESULT_FORKED)
+        return cb3_raise_forked(ctx, "this cb3.chacha20.ChaCha20",
+                                ": parent and child would both go on with the same keystream, and two messages "
+                                "under one keystream reveal each other's plaintext",
+                                "create a new ChaCha20 with a fresh nonce (or key) in this process");
+    return cb3_raise(ctx, r, &no_lengths);
+}
+
 static const char *limit_text(int wide)
 {
     return wide ? "2**64 with an 8-byte nonce" : "2**32 with a 12- or 24-byte nonce";
@@ -104,7 +115,7 @@ static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t
     cb3_result r;
     CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         goto done;
     }
     result = cb3_output_finish(ctx, &out);
@@ -141,7 +152,7 @@ static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, s
     cb3_result r;
     CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         goto done;
     }
     result = HPyLong_FromSize_t(ctx, data->len);
@@ -170,7 +181,7 @@ static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, 
     cb3_result r;
     CB3_RUN(ctx, &set, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         goto done;
     }
     result = HPy_Dup(ctx, ctx->h_None);
@@ -273,14 +284,15 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
     uint32_t offset = 0;
     if (split_position(ctx, arg[0], &block, &offset, obj->wide) < 0)
         return HPy_NULL;
-    cb3_result r = cb3_chacha_seek(obj->chacha, block, offset);
+    cb3_result r;
+    CB3_LOCKING(ctx, NULL, r, cb3_chacha_seek(obj->chacha, block, offset));
     if (r == CB3_RESULT_INVALID_ARGUMENT) {
         cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
                    obj->wide ? "2**70 bytes with an 8-byte nonce" : "2**38 bytes with a 12- or 24-byte nonce");
         return HPy_NULL;
     }
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, ctx->h_None);
@@ -297,9 +309,10 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
     const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
     if (chacha == NULL)
         return HPy_NULL;
-    cb3_result r = cb3_chacha_position(chacha, &block, &offset);
+    cb3_result r;
+    CB3_LOCKING(ctx, NULL, r, cb3_chacha_position(chacha, &block, &offset));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         return HPy_NULL;
     }
     if (block < ((uint64_t)1 << 57))

@@ -10,7 +10,7 @@ HPyGlobal cb3_KeystreamExhaustedError;
 
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 {
-    char message[256];
+    char message[512];
     va_list ap;
     va_start(ap, format);
     vsnprintf(message, sizeof message, format, ap);
@@ -53,6 +53,13 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         return cb3_raisef(ctx, ctx->h_MemoryError, "%s", cb3_result_message(result));
     case CB3_RESULT_STREAM_EXHAUSTED:
         return cb3_raisef(ctx, ctx->h_OverflowError, "%s", cb3_result_message(result));
+    case CB3_RESULT_FORKED:
+        return cb3_raise_forked(ctx, "this cb3 object", "", "create a new one in this process");
+    case CB3_RESULT_INTERRUPTED:
+        /* The interrupt callback set the exception (KeyboardInterrupt, ...). */
+        if (!HPyErr_Occurred(ctx))
+            HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
+        return -1;
     case CB3_RESULT_INSUFFICIENT_SIZE:
     case CB3_RESULT_INVALID_ARGUMENT:
         return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));
@@ -61,6 +68,13 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
                           cb3_result_message(result));
     }
+}
+
+int cb3_raise_forked(HPyContext *ctx, const char *what, const char *why, const char *instead)
+{
+    return cb3_raisef(ctx, ctx->h_RuntimeError,
+                      "%s was created in another process and cannot be used after fork()%s; %s", what, why,
+                      instead);
 }
 
 /* CPython 3.11's messages, for objects without a __dict__. */

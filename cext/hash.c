@@ -14,6 +14,18 @@ HPyType_HELPERS(Blake3Object)
 
 static const cb3_given_lengths no_lengths = {0, 0, 0};
 
+/* cb3_raise, with what to do for a hasher that a thread of the parent was
+ * using when the process forked (an unused one moves to the child). */
+static int raise_result(HPyContext *ctx, cb3_result r)
+{
+    if (r == CB3_RESULT_FORKED)
+        return cb3_raisef(ctx, ctx->h_RuntimeError,
+                          "this cb3.blake3 hasher was in use by another thread when the process forked: its state "
+                          "is incomplete and its lock is never released in the child; create a new hasher in this "
+                          "process (or copy() one before forking)");
+    return cb3_raise(ctx, r, &no_lengths);
+}
+
 static const char *type_name(HPyContext *ctx, HPy obj)
 {
     PyObject *py = HPy_AsPyObject(ctx, obj);
@@ -158,12 +170,12 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         r = cb3_blake3_new(max_threads, &hasher);
     }
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         goto done;
     }
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         goto done;
     }
     Blake3Object *self;
@@ -207,7 +219,7 @@ static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     cb3_release_all(ctx, &set);
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, self);
@@ -236,12 +248,37 @@ static void raise_os_error(HPyContext *ctx, int os_error, HPy path)
         HPy_Close(ctx, code);
 }
 
+/* update_mmap reads with the GIL released; between chunks Rust calls
+ * check_signals (at most every 20 ms, and at once after EINTR), which takes
+ * the GIL back to run Python's signal handlers: Ctrl-C on /dev/zero or a
+ * FIFO raises KeyboardInterrupt instead of reading forever. (Only the main
+ * thread runs handlers; elsewhere it returns at once.) */
+typedef struct {
+    HPyContext *ctx;
+    HPyThreadState state; /* while the GIL is released */
+    int raised;           /* 1: a handler raised; the GIL is held again */
+} file_reading;
+
+static int check_signals(void *arg)
+{
+    file_reading *reading = (file_reading *)arg;
+    HPy_ReenterPythonExecution(reading->ctx, reading->state);
+    if (PyErr_CheckSignals() < 0) {
+        reading->raised = 1;
+        return 1;
+    }
+    reading->state = HPy_LeavePythonExecution(reading->ctx);
+    return 0;
+}
+
 HPyDef_METH(Blake3_update_mmap, "update_mmap", HPyFunc_KEYWORDS,
             .doc = "update_mmap($self, path)\n--\n\n"
                    "Add the contents of the file at path (a str or os.PathLike[str]), memory-mapped when it\n"
                    "is a regular file of 16 KiB or more, read otherwise; on several threads when\n"
                    "max_threads != 1. Raises OSError (FileNotFoundError, IsADirectoryError, ...).\n"
-                   "Returns the hasher.")
+                   "Other files (FIFOs, /dev/zero, ...) are read in chunks, and signals are handled in\n"
+                   "between: Ctrl-C raises KeyboardInterrupt (the hasher then holds the part read: reset\n"
+                   "it). Returns the hasher.")
 static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
@@ -276,8 +313,11 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
     size_t path_len = (size_t)PyBytes_GET_SIZE(encoded);
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     int32_t os_error = 0;
-    cb3_result r;
-    CB3_RUN(ctx, NULL, CB3_GIL_THRESHOLD, r, cb3_blake3_update_mmap(hasher, path, path_len, &os_error));
+    file_reading reading = {.ctx = ctx, .raised = 0};
+    reading.state = HPy_LeavePythonExecution(ctx);
+    cb3_result r = cb3_blake3_update_file(hasher, path, path_len, check_signals, &reading, &os_error);
+    if (!reading.raised)
+        HPy_ReenterPythonExecution(ctx, reading.state);
     Py_DECREF(encoded);
     HPy result = HPy_NULL;
     if (r == CB3_RESULT_IO_ERROR) {
@@ -285,7 +325,7 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
         raise_os_error(ctx, os_error, path_obj);
         HPy_Close(ctx, path_obj);
     } else if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
     } else {
         result = HPy_Dup(ctx, self);
     }
@@ -330,7 +370,7 @@ static HPy Blake3_digest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
         cb3_output_discard(&out);
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         return HPy_NULL;
     }
     return cb3_output_finish(ctx, &out);
@@ -356,7 +396,7 @@ static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, siz
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
     HPy result = HPy_NULL;
     if (r != CB3_RESULT_OK)
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
     else
         result = hex_string(ctx, bytes, length);
     if (bytes != small)
@@ -375,9 +415,10 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
     if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
         return HPy_NULL;
     cb3_blake3 *copy = NULL;
-    cb3_result r = cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy);
+    cb3_result r;
+    CB3_LOCKING(ctx, NULL, r, cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         return HPy_NULL;
     }
     HPy type = HPy_Type(ctx, self);
@@ -400,9 +441,10 @@ static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
 {
     if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
         return HPy_NULL;
-    cb3_result r = cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher);
+    cb3_result r;
+    CB3_LOCKING(ctx, NULL, r, cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &no_lengths);
+        raise_result(ctx, r);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, ctx->h_None);

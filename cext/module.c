@@ -104,11 +104,35 @@ done:
     return status;
 }
 
+/* ---- waiting for an object's lock without the GIL (CB3_LOCKING) ---- */
+
+_Thread_local HPyContext *cb3_wait_ctx;
+static _Thread_local HPyThreadState wait_state;
+
+/* Called by Rust, on the calling thread, before it blocks on a busy lock. */
+static void *wait_begin(void)
+{
+    HPyContext *ctx = cb3_wait_ctx;
+    if (ctx == NULL) /* the GIL is released already, or buffers are not pinned */
+        return NULL;
+    wait_state = HPy_LeavePythonExecution(ctx);
+    return ctx;
+}
+
+/* ... and after it got the lock. */
+static void wait_end(void *token)
+{
+    if (token != NULL)
+        HPy_ReenterPythonExecution((HPyContext *)token, wait_state);
+}
+
 HPyDef_SLOT(module_exec, HPy_mod_exec)
 static int module_exec_impl(HPyContext *ctx, HPy module)
 {
     if (check_build(ctx) < 0)
         return -1;
+    if (cb3_set_wait_hooks(wait_begin, wait_end) != CB3_RESULT_OK)
+        return cb3_raisef(ctx, ctx->h_SystemError, "cb3_set_wait_hooks failed");
     HPy errors = HPyImport_ImportModule(ctx, "cb3.errors");
     if (HPy_IsNull(errors))
         return -1;

@@ -299,3 +299,146 @@ def test_check_same_as_b3sum(files):
     assert ours_result == theirs_result and ours_result[0] == 1
     ours_result, theirs_result = both(["-c", "--quiet", "sums2"])
     assert ours_result == theirs_result
+
+
+# ---- --check, rule by rule (upstream b3sum/what_does_check_do.md) ----------
+#
+# Rules 8 and 9 apply on Windows only; cb3's b3sum applies none of them
+# elsewhere, as upstream.
+
+# Line breaks for str.splitlines() that are not a newline: honest file names
+# may hold them, and b3sum writes them unescaped.
+NOT_NEWLINES = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def test_check_rule_1_2_any_file_hashes_and_non_unicode_becomes_fffd(files, capsysbinary, monkeypatch):
+    """Rules 1-2: any path can be hashed; its non-UTF-8 bytes print as U+FFFD."""
+    name = os.fsdecode(b"y\xffy")
+    Path(name).write_bytes(b"hello")
+    code, out, err = run(capsysbinary, monkeypatch, [name])
+    assert (code, err) == (0, "")
+    assert out == f"{HELLO}  y\ufffdy\n".encode()
+    out.decode("utf-8")  # a checkfile is always valid UTF-8
+
+
+def test_check_rule_3_4_escapes_and_the_leading_backslash(files, capsysbinary, monkeypatch):
+    """Rules 3-4: backslash and newline (and, as upstream's code and the
+    prose of the document, carriage return) are escaped, and only lines that
+    hold an escape start with a backslash; in --tag lines too."""
+    names = {"a\\b": "a\\\\b", "a\nb": "a\\nb", "a\rb": "a\\rb", "plain": "plain"}
+    for name in names:
+        Path(name).write_bytes(b"hello")
+    for name, shown in names.items():
+        prefix = "\\" if shown != name else ""
+        assert run(capsysbinary, monkeypatch, [name])[1] == f"{prefix}{HELLO}  {shown}\n".encode()
+        assert run(capsysbinary, monkeypatch, ["--tag", name])[1] == f"{prefix}BLAKE3 ({shown}) = {HELLO}\n".encode()
+    # And back: each escaped line checks OK.
+    sums = run(capsysbinary, monkeypatch, list(names))[1]
+    Path("sums").write_bytes(sums)
+    code, out, err = run(capsysbinary, monkeypatch, ["--check", "sums"])
+    assert (code, err) == (0, "")
+    assert out == "".join(f"{chr(92) if s != n else ''}{s}: OK\n" for n, s in names.items()).encode()
+
+
+@pytest.mark.parametrize("char", NOT_NEWLINES, ids=[f"U+{ord(c):04X}" for c in NOT_NEWLINES])
+def test_check_rule_5_names_with_other_line_breaks_verify(files, capsysbinary, monkeypatch, char):
+    """Rule 5: lines are separated by a newline only, so an honest name that
+    holds VT, FF, FS, GS, RS, NEL, U+2028 or U+2029 (written unescaped)
+    checks OK; str.splitlines() broke such a line in two."""
+    name = f"x{char}y"
+    Path(name).write_bytes(b"hello")
+    sums = run(capsysbinary, monkeypatch, [name])[1]
+    assert sums == f"{HELLO}  {name}\n".encode()
+    Path("sums").write_bytes(sums)
+    assert run(capsysbinary, monkeypatch, ["--check", "sums"]) == (0, f"{name}: OK\n".encode(), "")
+    Path(name).write_bytes(b"changed")
+    assert run(capsysbinary, monkeypatch, ["--check", "sums"])[:2] == (1, f"{name}: FAILED\n".encode())
+
+
+@pytest.mark.parametrize("char", NOT_NEWLINES, ids=[f"U+{ord(c):04X}" for c in NOT_NEWLINES])
+def test_check_rule_5_planted_name_cannot_inject_check_lines(files, capsysbinary, monkeypatch, char):
+    """A planted file whose name carries a second check line. Its own line
+    must verify the planted file; splitting inside the name instead checked
+    two decoy files (prepared to match) and never the planted one, so
+    --check passed after the planted file was modified."""
+    decoy = b"decoy content"
+    planted = f"p{char}{reference.blake3(decoy).hexdigest()}  q"
+    Path(planted).write_bytes(b"original")
+    Path("p").write_bytes(b"original")  # matches the first half of the split line
+    Path("q").write_bytes(decoy)  # matches the injected line
+    sums = run(capsysbinary, monkeypatch, [planted])[1]
+    Path("sums").write_bytes(sums)
+    assert run(capsysbinary, monkeypatch, ["--check", "sums"]) == (0, f"{planted}: OK\n".encode(), "")
+    Path(planted).write_bytes(b"modified after the checkfile was written")
+    code, out, _ = run(capsysbinary, monkeypatch, ["--check", "sums"])
+    assert (code, out) == (1, f"{planted}: FAILED\n".encode())
+
+
+@needs_b3sum
+def test_check_planted_name_same_as_b3sum(files):
+    """Debian's b3sum reports the modified planted file FAILED; so do we."""
+    decoy = b"decoy content"
+    planted = f"p\x0b{reference.blake3(decoy).hexdigest()}  q"
+    Path(planted).write_bytes(b"original")
+    Path("p").write_bytes(b"original")
+    Path("q").write_bytes(decoy)
+    Path("sums").write_bytes(subprocess.run([B3SUM, planted], capture_output=True, check=True).stdout)
+    Path(planted).write_bytes(b"modified")
+    ours, theirs = both(["--check", "sums"])
+    assert ours == theirs and ours[0] == 1
+
+
+def test_check_rule_5_newline_only_crlf_and_last_line(files, capsysbinary, monkeypatch):
+    """Rule 5: a trailing CR (CRLF files) is trimmed, a last line without a
+    newline counts, and a CR alone does not end a line."""
+    Path("sums").write_bytes(f"{HELLO}  hello\r\n{EMPTY}  empty".encode())
+    assert run(capsysbinary, monkeypatch, ["--check", "sums"]) == (0, b"hello: OK\nempty: OK\n", "")
+    Path("sums").write_bytes(f"{HELLO}  hello\r{EMPTY}  empty\n".encode())
+    code, out, _ = run(capsysbinary, monkeypatch, ["--check", "sums"])
+    assert code == 1 and out.startswith(f"hello\r{EMPTY}  empty: FAILED (".encode())
+
+
+def test_check_rule_5_invalid_utf8_is_an_error(files, capsysbinary, monkeypatch):
+    """Rule 5: invalid UTF-8 is an error; as upstream reads line by line,
+    the lines before it are checked first."""
+    Path("sums").write_bytes(f"{HELLO}  hello\n".encode() + b"\xff\xfe  x\n" + f"{EMPTY}  empty\n".encode())
+    code, out, err = run(capsysbinary, monkeypatch, ["--check", "sums"])
+    assert code == 1
+    assert out == b"hello: OK\n"
+    assert "Error: stream did not contain valid UTF-8" in err
+
+
+def test_check_rule_6_unescaping(files, capsysbinary, monkeypatch):
+    """Rule 6: a leading backslash unescapes the path (\\\\, \\n and, as
+    upstream's code, \\r); any other escape, or a lone trailing backslash,
+    is an error. Without the leading backslash, backslashes are literal."""
+    Path("a\\nb").write_bytes(b"hello")  # a literal backslash and n
+    Path("a\nb").write_bytes(b"")  # a real newline
+    Path("sums").write_bytes(f"{HELLO}  a\\nb\n\\{EMPTY}  a\\nb\n".encode())
+    assert run(capsysbinary, monkeypatch, ["--check", "sums"]) == (0, b"a\\nb: OK\n\\a\\nb: OK\n", "")
+    for bad in (f"\\{HELLO}  a\\tb", f"\\{HELLO}  a\\", f"\\{HELLO}  a\\x41"):
+        Path("sums").write_text(bad + "\n")
+        code, out, err = run(capsysbinary, monkeypatch, ["--check", "sums"])
+        assert (code, out) == (1, b""), bad
+        assert "b3sum: Invalid backslash escape" in err, bad
+
+
+def test_check_rule_7_replacement_and_nul_characters(files, capsysbinary, monkeypatch):
+    """Rule 7: a path holding U+FFFD or U+0000 (after unescaping) fails."""
+    Path("y\ufffdy").write_bytes(b"hello")
+    for line, message in (
+        (f"{HELLO}  y\ufffdy", "Unicode replacement character in path"),
+        (f"{HELLO}  y\x00y", "Null character in path"),
+    ):
+        Path("sums").write_bytes(f"{line}\n".encode())
+        code, out, err = run(capsysbinary, monkeypatch, ["--check", "sums"])
+        assert (code, out) == (1, b"")
+        assert f"b3sum: {message}" in err
+
+
+def test_check_hash_length_counts_bytes(files, capsysbinary, monkeypatch):
+    """The hash field is 64 bytes of lowercase hex: 63 characters that are
+    64 UTF-8 bytes are invalid hex, not a wrong length (as upstream)."""
+    Path("sums").write_bytes(f"{HELLO[:62]}\u00e9  hello\n".encode())
+    code, _, err = run(capsysbinary, monkeypatch, ["--check", "sums"])
+    assert code == 1 and "b3sum: Invalid hex" in err

@@ -877,6 +877,16 @@ def structure_cases(api: Api) -> list[Case]:
             return v.fn, [], kwargs
 
         case("misspelt-associated_data-instead", misspelt, r"unexpected keyword argument 'associated_date'")
+    for name in names:
+        # A keyword is its whole name: `associated_data\0x` is not `associated_data`
+        # (a C strcmp would stop at the NUL and take it).
+        def nul_suffixed(v: Valid, name: str = name) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
+            kwargs = dict(v.args)
+            kwargs[name + "\0x"] = kwargs.pop(name) if name in kwargs else b""
+            return v.fn, [], kwargs
+
+        case(f"nul-suffixed-keyword-{name}", nul_suffixed,
+             rf"unexpected keyword argument '{name}(\\x00|\x00)x'|{api.name.split('.')[-1]}\(\) takes no keyword arguments")
     for i, name in enumerate(positional_names):
         def duplicate(v: Valid, i: int = i, name: str = name) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
             positional = [v.args[n] for n in positional_names[: i + 1]]

@@ -49,7 +49,7 @@ def test_c_programs_pass_under_sanitizers():
     print(process.stdout)
     assert process.returncode == 0, f"tests/c/run.sh failed:\n{process.stdout[-20000:]}"
     assert "tests/c: all passed" in process.stdout
-    for program in ("test_aead", "test_stream", "test_chunked", "test_misc", "test_hash", "test_chacha", "test_cxx"):
+    for program in ("test_aead", "test_stream", "test_chunked", "test_misc", "test_hash", "test_chacha", "test_objects", "test_cxx"):
         assert re.search(rf"^{program}: \d+ passed, 0 failed$", process.stdout, flags=re.MULTILINE), program
 
 

@@ -212,7 +212,10 @@ typedef enum cb3_result {
   CB3_RESULT_STREAM_EXHAUSTED = 3007,
   /**
    * An argument is out of its documented range: a buffer length above
-   * `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`.
+   * `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`;
+   * or an object pointer that is not a live object of the function's type
+   * (already freed, or of another type: every call checks a tag in the
+   * object, which `cb3_*_free` erases; see the free functions).
    */
   CB3_RESULT_INVALID_ARGUMENT = 3008,
   /**
@@ -240,6 +243,23 @@ typedef enum cb3_result {
    * copy as long as the message). Nothing was written.
    */
   CB3_RESULT_OUT_OF_MEMORY = 3012,
+  /**
+   * The object was created in another process: this process is a `fork()`
+   * child of the one that created it. A stream (`cb3_stream`) or raw ChaCha
+   * object (`cb3_chacha`) never works in a child, since parent and child
+   * would continue from the same message index or keystream position and
+   * reuse nonces (a two-time pad): create a new one, with a fresh nonce, in
+   * the child. A hasher (`cb3_blake3`) moves to the child on its first use
+   * there, unless another thread was using it at the fork (then its state
+   * is torn and its lock never released, and it fails this way).
+   */
+  CB3_RESULT_FORKED = 3013,
+  /**
+   * An interrupt callback asked a long operation to stop (see
+   * `cb3_blake3_update_file`). Its work so far is kept, as for
+   * `CB3_RESULT_IO_ERROR`.
+   */
+  CB3_RESULT_INTERRUPTED = 3014,
 } cb3_result;
 
 /**
@@ -286,7 +306,9 @@ typedef struct cb3_blake3 cb3_blake3;
  * with `cb3_chacha_new`, release with `cb3_chacha_free`. Every call holds
  * the object's lock for its whole duration, so one object may be shared
  * between threads: each call then gets its own contiguous run of keystream,
- * in an unspecified order.
+ * in an unspecified order. It works only in the process that created it: in
+ * a `fork()` child every call fails with `CB3_RESULT_FORKED`, since both
+ * processes would otherwise go on with the same keystream.
  */
 typedef struct cb3_chacha cb3_chacha;
 
@@ -309,9 +331,27 @@ typedef struct cb3_chunked cb3_chunked;
  * whole operation, so a stream may be shared between threads: two calls
  * never use the same message index, and the order in which concurrent calls
  * take indices is the order in which they get the lock. A stream must not
- * be freed while another thread uses it.
+ * be freed while another thread uses it, and works only in the process that
+ * created it (`CB3_RESULT_FORKED` in a `fork()` child).
  */
 typedef struct cb3_stream cb3_stream;
+
+/**
+ * The interrupt callback of `cb3_blake3_update_file`: returns 0 to go on,
+ * anything else to stop.
+ */
+typedef int (*cb3_interrupt)(void *arg);
+
+/**
+ * Called before a cb3 function blocks on a busy object lock; its result is
+ * passed to the matching `cb3_wait_end` call.
+ */
+typedef void *(*cb3_wait_begin)(void);
+
+/**
+ * Called after the blocking wait, with the value `cb3_wait_begin` returned.
+ */
+typedef void (*cb3_wait_end)(void *token);
 
 #ifdef __cplusplus
 extern "C" {
@@ -356,7 +396,10 @@ enum cb3_result cb3_aead_new_with_threads(const uint8_t *key,
  *
  * `aead` may be NULL (then nothing happens). After this call `aead` must
  * not be used again, by this thread or any other; freeing it while another
- * thread is still inside a call with it is undefined behaviour.
+ * thread is still inside a call with it is undefined behaviour. Freeing it
+ * twice, or freeing a pointer that is not a live cipher, prints a message
+ * to stderr and aborts; other calls on a freed cipher return
+ * `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
  */
 void cb3_aead_free(struct cb3_aead *aead);
 
@@ -673,7 +716,11 @@ enum cb3_result cb3_chacha_new(const uint8_t *key,
  * (for XChaCha, the HChaCha subkey), the nonce, the cipher core's state and
  * any buffered keystream are overwritten with zeros before the memory is
  * released. The pointer must not be used afterwards (nor freed twice), and
- * no other thread may be using the object during or after the call.
+ * no other thread may be using the object during or after the call. It may
+ * be freed in a `fork()` child (wiping the child's copy). Freeing it twice,
+ * or freeing a pointer that is not a live ChaCha object, prints a message
+ * to stderr and aborts; other calls on a freed object return
+ * `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
  */
 void cb3_chacha_free(struct cb3_chacha *chacha);
 
@@ -706,7 +753,10 @@ enum cb3_result cb3_chacha_seek(const struct cb3_chacha *chacha, uint64_t block,
 /**
  * Stores the current keystream position as `64 * *block_out + *offset_out`
  * with `*offset_out` below 64, except at the very end of a 64-bit keystream
- * (block 2^64 - 1, offset 64).
+ * (block 2^64 - 1, offset 64). Reading the position uses no keystream, so
+ * it also works in a `fork()` child (giving the position at the fork),
+ * unless a thread of the parent was inside a call with the object then
+ * (`CB3_RESULT_FORKED`).
  */
 enum cb3_result cb3_chacha_position(const struct cb3_chacha *chacha,
                                     uint64_t *block_out,
@@ -947,7 +997,10 @@ enum cb3_result cb3_blake3_copy(const struct cb3_blake3 *hasher, struct cb3_blak
  * buffered input) is overwritten with zeros first; a thread pool it shares
  * with copies lives on until the last of them is freed. The pointer must not
  * be used afterwards (nor freed twice), and no other thread may be using the
- * hasher during or after the call.
+ * hasher during or after the call. Freeing it twice, or freeing a pointer
+ * that is not a live hasher, prints a message to stderr and aborts; other
+ * calls on a freed hasher return `CB3_RESULT_INVALID_ARGUMENT` (see
+ * `cb3_stream_free`).
  */
 void cb3_blake3_free(struct cb3_blake3 *hasher);
 
@@ -964,6 +1017,9 @@ enum cb3_result cb3_blake3_update(const struct cb3_blake3 *hasher,
  * NUL-terminated; raw bytes on Unix, UTF-8 elsewhere) to the hasher,
  * memory-mapping it when it is a regular file of at least 16 KiB and
  * reading it otherwise; multi-threaded as the hasher's `max_threads` allows.
+ * The same as `cb3_blake3_update_file` without an interrupt callback: on a
+ * file without end (`/dev/zero`, a FIFO whose writer never closes) it
+ * never returns.
  *
  * On an I/O error returns `CB3_RESULT_IO_ERROR` and stores the `errno`
  * value in `*os_error` (if not NULL; 0 when the error had none; a NUL byte
@@ -975,6 +1031,32 @@ enum cb3_result cb3_blake3_update(const struct cb3_blake3 *hasher,
 enum cb3_result cb3_blake3_update_mmap(const struct cb3_blake3 *hasher,
                                        const uint8_t *path,
                                        size_t path_len,
+                                       int32_t *os_error);
+
+/**
+ * `cb3_blake3_update_mmap` with an interrupt callback, for files that may
+ * never end (`/dev/zero`, `/dev/urandom`, a FIFO, a terminal) or take long.
+ *
+ * The file is opened, then a regular file of at least 16 KiB is mapped and
+ * hashed in 64 MiB pieces; anything else is read in 64 KiB chunks (the
+ * read buffer is wiped afterwards). `interrupt(interrupt_arg)` is called on
+ * the calling thread between pieces or chunks, at most every 20 ms of
+ * hashing, and at once when opening or reading the file was interrupted by
+ * a signal (`EINTR`, e.g. a blocked FIFO); when it returns non-zero, the
+ * function stops and returns `CB3_RESULT_INTERRUPTED`, the hasher keeping
+ * the data hashed so far (reset it before reusing it). The callback runs
+ * while the hasher's lock is held: it must not call cb3 functions on this
+ * hasher. `interrupt` may be NULL (then nothing can stop the call).
+ * Python's binding takes the GIL back in it and runs the signal handlers
+ * (Ctrl-C raises `KeyboardInterrupt`).
+ *
+ * Errors as `cb3_blake3_update_mmap`, plus `CB3_RESULT_INTERRUPTED`.
+ */
+enum cb3_result cb3_blake3_update_file(const struct cb3_blake3 *hasher,
+                                       const uint8_t *path,
+                                       size_t path_len,
+                                       cb3_interrupt interrupt,
+                                       void *interrupt_arg,
                                        int32_t *os_error);
 
 /**
@@ -998,7 +1080,8 @@ enum cb3_result cb3_blake3_reset(const struct cb3_blake3 *hasher);
  * The number of input bytes hashed so far: every byte given to
  * `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
  * `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
- * `hasher` is NULL; never fails.
+ * `hasher` is NULL, not a live hasher, or unusable in this forked child
+ * (see `CB3_RESULT_FORKED`); never fails.
  */
 uint64_t cb3_blake3_count(const struct cb3_blake3 *hasher);
 
@@ -1054,6 +1137,24 @@ const char *cb3_version(void);
 const char *cb3_simd_backend(void);
 
 /**
+ * Sets the process-wide wait hooks, for language bindings with an
+ * interpreter lock: when a call finds an object's lock held by another
+ * thread, it calls `begin()` on the calling thread, blocks until the lock
+ * is free, then calls `end(token)` with `begin`'s result, still holding the
+ * object's lock. Python's binding releases the GIL in `begin` and takes it
+ * back in `end`, so that a thread waiting for a shared hasher or stream does
+ * not stall every other thread (including the one it waits for).
+ *
+ * An uncontended lock calls neither. Both may be NULL (the default: just
+ * block). The hooks must not call cb3 functions on the object being waited
+ * for, nor unwind. Set them once, before threads use cb3 objects; a later
+ * call replaces them for calls that start afterwards. Returns
+ * `CB3_RESULT_OK`, or `CB3_RESULT_INVALID_ARGUMENT` if exactly one of them is
+ * NULL.
+ */
+enum cb3_result cb3_set_wait_hooks(cb3_wait_begin begin, cb3_wait_end end);
+
+/**
  * Creates a stream: messages under one key with counter nonces, starting
  * at message index `message_index`.
  *
@@ -1092,13 +1193,23 @@ enum cb3_result cb3_stream_new(const uint8_t *key,
  * `stream` may be NULL (then nothing happens). After this call `stream`
  * must not be used again, by this thread or any other; freeing it while
  * another thread is still inside a call with it is undefined behaviour.
+ * Freeing it in a `fork()` child is allowed (and wipes the child's copy).
+ *
+ * Caller bugs are caught where possible: freeing a stream twice (or a
+ * pointer that is not a live stream) prints a message to stderr and aborts
+ * the process; any other call on a freed stream returns
+ * `CB3_RESULT_INVALID_ARGUMENT` (unless the memory was meanwhile reused for
+ * a new stream).
  */
 void cb3_stream_free(struct cb3_stream *stream);
 
 /**
  * The index of the next message: the starting index plus the number of
  * messages encrypted (or successfully decrypted) so far. `UINT64_MAX` once
- * the stream is exhausted. Returns 0 if `stream` is NULL.
+ * the stream is exhausted. Returns 0 if `stream` is NULL or not a live
+ * stream. Never waits for the stream's lock: while another thread is
+ * inside a call it gives the index before that call. In a `fork()` child it
+ * gives the index at the fork.
  */
 uint64_t cb3_stream_message_index(const struct cb3_stream *stream);
 
@@ -1115,8 +1226,11 @@ uint64_t cb3_stream_message_index(const struct cb3_stream *stream);
  * Returns `CB3_RESULT_OK`, or:
  * - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`; every
  *   later call fails the same way rather than reuse a nonce.
+ * - `CB3_RESULT_FORKED`: the stream was created in another process (this
+ *   is a `fork()` child): create a new stream with a fresh nonce here.
  * - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
  *   NULL, is NULL.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: `stream` is not a live stream (freed).
  * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
  *   exactly in place.
@@ -1149,8 +1263,11 @@ enum cb3_result cb3_stream_encrypt(const struct cb3_stream *stream,
  *   nonce (a wrong, reordered, replayed or modified message), or
  *   `ciphertext_len < CB3_TAG_SIZE`.
  * - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`.
+ * - `CB3_RESULT_FORKED`: the stream was created in another process (this
+ *   is a `fork()` child): create a new stream with a fresh nonce here.
  * - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
  *   NULL, is NULL.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: `stream` is not a live stream (freed).
  * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
  *   exactly in place.

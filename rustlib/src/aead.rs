@@ -29,7 +29,7 @@ use chacha20::ChaCha20Legacy;
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-use crate::buffers::{disjoint, fixed, give, store, Raw};
+use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{self, LazyPool};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
@@ -638,10 +638,12 @@ pub(crate) unsafe fn open_combined(
     Ok(body_len)
 }
 
+/// The cipher at `ptr`; NULL or a freed cipher are errors (`object.rs`).
+///
 /// # Safety
-/// `ptr` is NULL or came from `cb3_aead_new` and was not freed.
+/// `ptr` is NULL or came from `cb3_aead_new`.
 unsafe fn aead_ref<'a>(ptr: *const cb3_aead) -> Cb3Result<&'a cb3_aead> {
-    ptr.as_ref().ok_or(cb3_result::NullParameter)
+    crate::object::get(ptr)
 }
 
 /// Creates a cipher object holding a copy of `key`.
@@ -681,7 +683,7 @@ pub unsafe extern "C" fn cb3_aead_new_with_threads(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        let made = give(cb3_aead::new(key, max_threads), aead_out);
+        let made = crate::object::give(cb3_aead::new(key, max_threads), aead_out);
         scrub_stack();
         made
     })
@@ -691,14 +693,13 @@ pub unsafe extern "C" fn cb3_aead_new_with_threads(
 ///
 /// `aead` may be NULL (then nothing happens). After this call `aead` must
 /// not be used again, by this thread or any other; freeing it while another
-/// thread is still inside a call with it is undefined behaviour.
+/// thread is still inside a call with it is undefined behaviour. Freeing it
+/// twice, or freeing a pointer that is not a live cipher, prints a message
+/// to stderr and aborts; other calls on a freed cipher return
+/// `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_free(aead: *mut cb3_aead) {
-    ffi_boundary_or((), || {
-        if !aead.is_null() {
-            drop(Box::from_raw(aead));
-        }
-    })
+    ffi_boundary_or((), || crate::object::free(aead))
 }
 
 /// Encrypts `plaintext` and writes `ciphertext || tag` to `out`: exactly

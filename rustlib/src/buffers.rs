@@ -101,17 +101,3 @@ pub unsafe fn store<T>(out: *mut T, value: T) {
         out.write(value);
     }
 }
-
-/// Hands a new object to C: boxes `value` and stores the pointer through
-/// `out`, which the matching `*_free` releases. Nothing is allocated when
-/// `out` is NULL.
-///
-/// # Safety
-/// `out` is NULL or valid for one write of a pointer.
-pub unsafe fn give<T>(value: T, out: *mut *mut T) -> Cb3Result<()> {
-    if out.is_null() {
-        return Err(cb3_result::NullParameter);
-    }
-    out.write(Box::into_raw(Box::new(value)));
-    Ok(())
-}

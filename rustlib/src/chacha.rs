@@ -42,9 +42,10 @@ use chacha20::{hchacha, ChaChaCore, Rounds, R12, R20, R8};
 use zeroize::Zeroize;
 
 use crate::aead::{data_and_output, Source};
-use crate::buffers::{disjoint, fixed, give, store, Raw};
+use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::wipe::scrub_stack;
+use crate::object::{self, Object};
 
 /// The ChaCha block size in bytes: positions are `64 * block + offset`.
 pub const CB3_CHACHA_BLOCK_SIZE: usize = 64;
@@ -254,22 +255,32 @@ macro_rules! dispatch {
 /// with `cb3_chacha_new`, release with `cb3_chacha_free`. Every call holds
 /// the object's lock for its whole duration, so one object may be shared
 /// between threads: each call then gets its own contiguous run of keystream,
-/// in an unspecified order.
+/// in an unspecified order. It works only in the process that created it: in
+/// a `fork()` child every call fails with `CB3_RESULT_FORKED`, since both
+/// processes would otherwise go on with the same keystream.
 pub struct cb3_chacha {
     engine: Mutex<Engine>,
 }
 
+impl Object for cb3_chacha {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:chch");
+    const NAME: &'static str = "cb3_chacha";
+    const FREE: &'static str = "cb3_chacha_free";
+}
+
 impl cb3_chacha {
     fn lock(&self) -> MutexGuard<'_, Engine> {
-        // A poisoned lock only means a panic elsewhere; the state is still a value.
-        self.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        object::lock(&self.engine)
     }
 }
 
+/// The object at `ptr`: NULL, a freed object or one created in another
+/// process (before `fork()`) are errors (see `object.rs`).
+///
 /// # Safety
-/// `ptr` is NULL or came from `cb3_chacha_new` and was not freed.
+/// `ptr` is NULL or came from `cb3_chacha_new`.
 unsafe fn chacha_ref<'a>(ptr: *const cb3_chacha) -> Cb3Result<&'a cb3_chacha> {
-    ptr.as_ref().ok_or(cb3_result::NullParameter)
+    object::get_here(ptr)
 }
 
 /// Creates a ChaCha keystream from a 32-byte key, a nonce of 8, 12 or 24
@@ -311,7 +322,7 @@ pub unsafe extern "C" fn cb3_chacha_new(
                 return Err(cb3_result::InvalidArgument);
             }
         };
-        let made = give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out);
+        let made = object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out);
         scrub_stack(); // the key was copied and moved through these frames
         made
     })
@@ -321,14 +332,14 @@ pub unsafe extern "C" fn cb3_chacha_new(
 /// (for XChaCha, the HChaCha subkey), the nonce, the cipher core's state and
 /// any buffered keystream are overwritten with zeros before the memory is
 /// released. The pointer must not be used afterwards (nor freed twice), and
-/// no other thread may be using the object during or after the call.
+/// no other thread may be using the object during or after the call. It may
+/// be freed in a `fork()` child (wiping the child's copy). Freeing it twice,
+/// or freeing a pointer that is not a live ChaCha object, prints a message
+/// to stderr and aborts; other calls on a freed object return
+/// `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_free(chacha: *mut cb3_chacha) {
-    ffi_boundary_or((), || {
-        if !chacha.is_null() {
-            drop(Box::from_raw(chacha));
-        }
-    })
+    ffi_boundary_or((), || object::free(chacha))
 }
 
 /// XORs the next `input_len` keystream bytes with `input` into `out`
@@ -384,7 +395,10 @@ pub unsafe extern "C" fn cb3_chacha_seek(chacha: *const cb3_chacha, block: u64, 
 
 /// Stores the current keystream position as `64 * *block_out + *offset_out`
 /// with `*offset_out` below 64, except at the very end of a 64-bit keystream
-/// (block 2^64 - 1, offset 64).
+/// (block 2^64 - 1, offset 64). Reading the position uses no keystream, so
+/// it also works in a `fork()` child (giving the position at the fork),
+/// unless a thread of the parent was inside a call with the object then
+/// (`CB3_RESULT_FORKED`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_position(
     chacha: *const cb3_chacha,
@@ -392,11 +406,21 @@ pub unsafe extern "C" fn cb3_chacha_position(
     offset_out: *mut u32,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let chacha = chacha_ref(chacha)?;
+        let (chacha, owner) = object::get_with_owner(chacha)?;
         if block_out.is_null() || offset_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let position = dispatch!(&*chacha.lock(), ks => ks.pos);
+        let engine = if owner.load(std::sync::atomic::Ordering::Acquire) == object::process_id() {
+            chacha.lock()
+        } else {
+            // Never wait in a child: a lock held at the fork stays held.
+            match chacha.engine.try_lock() {
+                Ok(engine) => engine,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Err(cb3_result::Forked),
+            }
+        };
+        let position = dispatch!(&*engine, ks => ks.pos);
         let (mut block, mut offset) = (position / BLOCK, (position % BLOCK) as u32);
         if block > u128::from(u64::MAX) {
             block -= 1;

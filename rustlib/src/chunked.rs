@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::aead::{open, seal, Output, Source, CB3_TAG_SIZE};
-use crate::buffers::{disjoint, fixed, give, store, Raw};
+use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::object::{self, Object};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{self, LazyPool};
 
@@ -263,7 +264,13 @@ impl SendPtr {
 }
 
 unsafe fn chunked_ref<'a>(ptr: *const cb3_chunked) -> Cb3Result<&'a cb3_chunked> {
-    ptr.as_ref().ok_or(cb3_result::NullParameter)
+    object::get(ptr)
+}
+
+impl Object for cb3_chunked {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:chnk");
+    const NAME: &'static str = "cb3_chunked";
+    const FREE: &'static str = "cb3_chunked_free";
 }
 
 fn flag(last: u32) -> Cb3Result<bool> {
@@ -401,7 +408,7 @@ pub unsafe extern "C" fn cb3_chunked_new(
         let mut all = Vec::with_capacity(CB3_CHUNKED_HEADER_SIZE + aad.len());
         all.extend_from_slice(header_bytes);
         all.extend_from_slice(aad);
-        give(cb3_chunked { key: ChunkedKey(*key), header: parsed, aad: all, pool: parallel::shared_pool(max_threads) }, chunked_out)
+        object::give(cb3_chunked { key: ChunkedKey(*key), header: parsed, aad: all, pool: parallel::shared_pool(max_threads) }, chunked_out)
     })
 }
 
@@ -409,11 +416,7 @@ pub unsafe extern "C" fn cb3_chunked_new(
 /// may be NULL. It must not be used afterwards, by any thread.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chunked_free(chunked: *mut cb3_chunked) {
-    ffi_boundary_or((), || {
-        if !chunked.is_null() {
-            drop(Box::from_raw(chunked));
-        }
-    })
+    ffi_boundary_or((), || object::free(chunked))
 }
 
 /// Encrypts a batch of consecutive chunks: `plaintext` is cut into pieces of

@@ -39,7 +39,10 @@ pub enum cb3_result {
     /// rather than ever reuse a nonce.
     StreamExhausted = 3007,
     /// An argument is out of its documented range: a buffer length above
-    /// `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`.
+    /// `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`;
+    /// or an object pointer that is not a live object of the function's type
+    /// (already freed, or of another type: every call checks a tag in the
+    /// object, which `cb3_*_free` erases; see the free functions).
     InvalidArgument = 3008,
     /// A bug in cb3: Rust code panicked. The panic was caught at the boundary
     /// (it never unwinds into C) and the object stays usable, but output
@@ -58,6 +61,19 @@ pub enum cb3_result {
     /// decryption into a caller's buffer stages the ciphertext in a private
     /// copy as long as the message). Nothing was written.
     OutOfMemory = 3012,
+    /// The object was created in another process: this process is a `fork()`
+    /// child of the one that created it. A stream (`cb3_stream`) or raw ChaCha
+    /// object (`cb3_chacha`) never works in a child, since parent and child
+    /// would continue from the same message index or keystream position and
+    /// reuse nonces (a two-time pad): create a new one, with a fresh nonce, in
+    /// the child. A hasher (`cb3_blake3`) moves to the child on its first use
+    /// there, unless another thread was using it at the fork (then its state
+    /// is torn and its lock never released, and it fails this way).
+    Forked = 3013,
+    /// An interrupt callback asked a long operation to stop (see
+    /// `cb3_blake3_update_file`). Its work so far is kept, as for
+    /// `CB3_RESULT_IO_ERROR`.
+    Interrupted = 3014,
 }
 
 impl cb3_result {
@@ -66,7 +82,7 @@ impl cb3_result {
     /// undeclared value is undefined behaviour, so values from C arrive as
     /// integers and are converted here.
     pub fn from_code(code: u32) -> Option<Self> {
-        const ALL: [cb3_result; 14] = [
+        const ALL: [cb3_result; 16] = [
             cb3_result::Ok,
             cb3_result::NullParameter,
             cb3_result::InvalidKeyLength,
@@ -81,6 +97,8 @@ impl cb3_result {
             cb3_result::CounterOverflow,
             cb3_result::IoError,
             cb3_result::OutOfMemory,
+            cb3_result::Forked,
+            cb3_result::Interrupted,
         ];
         ALL.into_iter().find(|result| *result as u32 == code)
     }
@@ -106,6 +124,10 @@ impl cb3_result {
             }
             Self::IoError => c"an operating-system I/O error occurred",
             Self::OutOfMemory => c"out of memory for a private working copy",
+            Self::Forked => {
+                c"the object was created in another process (before fork()): create a new one, with a fresh nonce, in this process"
+            }
+            Self::Interrupted => c"the operation was interrupted by its callback",
         }
     }
 }

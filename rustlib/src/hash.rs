@@ -20,15 +20,30 @@
 //! pool included) would wait forever for them. Every pool here remembers the
 //! process that built it, and a child builds its own on first use (the
 //! stale one is leaked, its threads existing only in the parent). A pool
-//! that cannot be built leaves the hasher single-threaded.
+//! that cannot be built leaves the hasher single-threaded. The hasher itself
+//! moves to the child on its first use there, unless another thread was
+//! inside a call with it at the fork: its state is then torn and its lock
+//! never released, so it fails with `CB3_RESULT_FORKED` instead of blocking
+//! forever.
 
+#[cfg(unix)]
+use std::ffi::CString;
+use std::ffi::{c_int, c_void};
+use std::fs::File;
+use std::io::Read;
+#[cfg(unix)]
+use std::os::fd::FromRawFd;
+#[cfg(not(unix))]
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 use zeroize::Zeroize;
 
-use crate::buffers::{disjoint, fixed, give, store, Raw};
+use crate::buffers::{disjoint, fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::object::{self, process_id, Object};
 use crate::parallel::{scrub_workers, shared_pool, LazyPool, AUTO_POOL};
 use crate::wipe::scrub_stack;
 
@@ -50,6 +65,20 @@ pub const CB3_BLAKE3_PARALLEL_MIN: usize = 128 * 1024;
 
 /// `errno` reported for a path that contains a NUL byte (EINVAL).
 const EINVAL: i32 = 22;
+
+/// Files of at least this many bytes are memory-mapped (regular files only),
+/// as the blake3 crate's `update_mmap` does; shorter ones are read.
+const MMAP_MIN: u64 = 16 * 1024;
+/// Bytes read at once from a file that is not mapped (FIFOs, devices, short
+/// files), and hashed at once from a mapped one (between interrupt checks).
+const READ_CHUNK: usize = 64 * 1024;
+const MAPPED_PIECE: usize = 64 * 1024 * 1024;
+/// How often a long file read calls its interrupt callback (and at once
+/// after a read interrupted by a signal).
+const INTERRUPT_EVERY: Duration = Duration::from_millis(20);
+/// How long a forked child waits for a hasher that is busy before deciding
+/// that a thread of its parent held it at the fork.
+const ADOPT_WAIT: Duration = Duration::from_millis(100);
 
 /// How a hasher may use threads.
 enum Threads {
@@ -132,24 +161,35 @@ impl Drop for cb3_blake3 {
     }
 }
 
+impl Object for cb3_blake3 {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:blk3");
+    const NAME: &'static str = "cb3_blake3";
+    const FREE: &'static str = "cb3_blake3_free";
+}
+
+/// A live hasher and the process that owns it.
+pub struct HasherRef<'a> {
+    hasher: &'a cb3_blake3,
+    owner: &'a AtomicU32,
+}
+
 impl cb3_blake3 {
     fn new(hasher: blake3::Hasher, max_threads: usize) -> Self {
         cb3_blake3 { hasher: Mutex::new(hasher), threads: Threads::new(max_threads) }
     }
 
-    fn lock(&self) -> MutexGuard<'_, blake3::Hasher> {
-        // A poisoned lock only means a panic elsewhere (already reported as
-        // CB3_RESULT_PANIC); the hasher itself is still a valid value.
-        self.hasher.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Updates from Rust (the tests); C goes through `cb3_blake3_update`.
+    pub fn update(&self, input: &[u8]) {
+        let mut state = object::lock(&self.hasher);
+        self.update_locked(&mut state, input);
     }
 
-    pub fn update(&self, input: &[u8]) {
-        let mut state = self.lock();
+    fn update_locked(&self, state: &mut blake3::Hasher, input: &[u8]) {
         if input.len() < CB3_BLAKE3_PARALLEL_MIN {
             state.update(input);
         } else {
             self.threads.run(
-                &mut state,
+                state,
                 |state| {
                     state.update(input);
                 },
@@ -161,16 +201,55 @@ impl cb3_blake3 {
     }
 }
 
+impl HasherRef<'_> {
+    /// The hasher's state, locked. In a process other than its owner's (a
+    /// `fork()` child) the hasher moves to this process if its lock is free;
+    /// a lock that stays busy was held by a thread of the parent at the fork
+    /// (it will never be released, and the state may be half-updated):
+    /// `CB3_RESULT_FORKED` then, rather than blocking forever.
+    fn lock(&self) -> Cb3Result<MutexGuard<'_, blake3::Hasher>> {
+        let here = process_id();
+        if self.owner.load(Ordering::Acquire) == here {
+            return Ok(object::lock(&self.hasher.hasher));
+        }
+        let start = Instant::now();
+        loop {
+            match self.hasher.hasher.try_lock() {
+                Ok(guard) => {
+                    self.owner.store(here, Ordering::Release);
+                    return Ok(guard);
+                }
+                Err(TryLockError::Poisoned(poisoned)) => {
+                    self.owner.store(here, Ordering::Release);
+                    return Ok(poisoned.into_inner());
+                }
+                Err(TryLockError::WouldBlock) => {
+                    // Another thread of this process may have just moved it here.
+                    if self.owner.load(Ordering::Acquire) == here {
+                        return Ok(object::lock(&self.hasher.hasher));
+                    }
+                    if start.elapsed() > ADOPT_WAIT {
+                        return Err(cb3_result::Forked);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+}
+
+/// The hasher at `ptr`: NULL or a freed hasher are errors (see `object.rs`).
+///
 /// # Safety
-/// `ptr` is NULL or came from a `cb3_blake3` constructor and was not freed.
-unsafe fn hasher_ref<'a>(ptr: *const cb3_blake3) -> Cb3Result<&'a cb3_blake3> {
-    ptr.as_ref().ok_or(cb3_result::NullParameter)
+/// `ptr` is NULL or came from a `cb3_blake3` constructor.
+unsafe fn hasher_ref<'a>(ptr: *const cb3_blake3) -> Cb3Result<HasherRef<'a>> {
+    object::get_with_owner(ptr).map(|(hasher, owner)| HasherRef { hasher, owner })
 }
 
 /// # Safety
 /// `out` is NULL or valid for one write.
 unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> Cb3Result<()> {
-    give(cb3_blake3::new(hasher, max_threads), hasher_out)
+    object::give(cb3_blake3::new(hasher, max_threads), hasher_out)
 }
 
 /// A UTF-8 context string as BLAKE3's key derivation requires.
@@ -244,8 +323,8 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
         if copy_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let state = hasher.lock().clone();
-        give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.threads.share() }, copy_out)
+        let state = hasher.lock()?.clone();
+        object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() }, copy_out)
     })
 }
 
@@ -254,14 +333,13 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
 /// buffered input) is overwritten with zeros first; a thread pool it shares
 /// with copies lives on until the last of them is freed. The pointer must not
 /// be used afterwards (nor freed twice), and no other thread may be using the
-/// hasher during or after the call.
+/// hasher during or after the call. Freeing it twice, or freeing a pointer
+/// that is not a live hasher, prints a message to stderr and aborts; other
+/// calls on a freed hasher return `CB3_RESULT_INVALID_ARGUMENT` (see
+/// `cb3_stream_free`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
-    ffi_boundary_or((), || {
-        if !hasher.is_null() {
-            drop(Box::from_raw(hasher));
-        }
-    })
+    ffi_boundary_or((), || object::free(hasher))
 }
 
 /// Adds `input` to the hasher. May be called any number of times; the
@@ -271,7 +349,9 @@ pub unsafe extern "C" fn cb3_blake3_update(hasher: *const cb3_blake3, input: *co
     ffi_boundary(|| {
         let hasher = hasher_ref(hasher)?;
         let input = Raw::new(input, input_len)?;
-        hasher.update(input.as_slice());
+        let mut state = hasher.lock()?;
+        hasher.hasher.update_locked(&mut state, input.as_slice());
+        drop(state);
         scrub_stack(); // compressions start from the key words of a keyed hasher
         Ok(())
     })
@@ -281,6 +361,9 @@ pub unsafe extern "C" fn cb3_blake3_update(hasher: *const cb3_blake3, input: *co
 /// NUL-terminated; raw bytes on Unix, UTF-8 elsewhere) to the hasher,
 /// memory-mapping it when it is a regular file of at least 16 KiB and
 /// reading it otherwise; multi-threaded as the hasher's `max_threads` allows.
+/// The same as `cb3_blake3_update_file` without an interrupt callback: on a
+/// file without end (`/dev/zero`, a FIFO whose writer never closes) it
+/// never returns.
 ///
 /// On an I/O error returns `CB3_RESULT_IO_ERROR` and stores the `errno`
 /// value in `*os_error` (if not NULL; 0 when the error had none; a NUL byte
@@ -295,6 +378,39 @@ pub unsafe extern "C" fn cb3_blake3_update_mmap(
     path_len: usize,
     os_error: *mut i32,
 ) -> cb3_result {
+    cb3_blake3_update_file(hasher, path, path_len, None, std::ptr::null_mut(), os_error)
+}
+
+/// The interrupt callback of `cb3_blake3_update_file`: returns 0 to go on,
+/// anything else to stop.
+pub type cb3_interrupt = Option<unsafe extern "C" fn(arg: *mut c_void) -> c_int>;
+
+/// `cb3_blake3_update_mmap` with an interrupt callback, for files that may
+/// never end (`/dev/zero`, `/dev/urandom`, a FIFO, a terminal) or take long.
+///
+/// The file is opened, then a regular file of at least 16 KiB is mapped and
+/// hashed in 64 MiB pieces; anything else is read in 64 KiB chunks (the
+/// read buffer is wiped afterwards). `interrupt(interrupt_arg)` is called on
+/// the calling thread between pieces or chunks, at most every 20 ms of
+/// hashing, and at once when opening or reading the file was interrupted by
+/// a signal (`EINTR`, e.g. a blocked FIFO); when it returns non-zero, the
+/// function stops and returns `CB3_RESULT_INTERRUPTED`, the hasher keeping
+/// the data hashed so far (reset it before reusing it). The callback runs
+/// while the hasher's lock is held: it must not call cb3 functions on this
+/// hasher. `interrupt` may be NULL (then nothing can stop the call).
+/// Python's binding takes the GIL back in it and runs the signal handlers
+/// (Ctrl-C raises `KeyboardInterrupt`).
+///
+/// Errors as `cb3_blake3_update_mmap`, plus `CB3_RESULT_INTERRUPTED`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update_file(
+    hasher: *const cb3_blake3,
+    path: *const u8,
+    path_len: usize,
+    interrupt: cb3_interrupt,
+    interrupt_arg: *mut c_void,
+    os_error: *mut i32,
+) -> cb3_result {
     ffi_boundary(|| {
         let hasher = hasher_ref(hasher)?;
         let path = Raw::new(path, path_len)?;
@@ -303,24 +419,125 @@ pub unsafe extern "C" fn cb3_blake3_update_mmap(
             store(os_error, EINVAL);
             return Err(cb3_result::IoError);
         }
-        let path = path_from_bytes(path)?;
-        let mut state = hasher.lock();
-        let done = hasher.threads.run(
-            &mut state,
-            |state| state.update_mmap(path).map(|_| ()),
-            |state| state.update_mmap_rayon(path).map(|_| ()),
-        );
-        done.map_err(|error| {
-            store(os_error, error.raw_os_error().unwrap_or(0));
-            cb3_result::IoError
+        let mut interrupt = Interrupt { callback: interrupt, arg: interrupt_arg, last: Instant::now() };
+        let mut state = hasher.lock()?;
+        let done = open_file(path, &mut interrupt)
+            .and_then(|mut file| hash_file(hasher.hasher, &mut state, &mut file, &mut interrupt));
+        done.map_err(|error| match error {
+            FileError::Stop => cb3_result::Interrupted,
+            FileError::Io(error) => {
+                store(os_error, error.raw_os_error().unwrap_or(0));
+                cb3_result::IoError
+            }
         })
     })
 }
 
+enum FileError {
+    Io(std::io::Error),
+    Stop,
+}
+
+impl From<std::io::Error> for FileError {
+    fn from(error: std::io::Error) -> Self {
+        FileError::Io(error)
+    }
+}
+
+struct Interrupt {
+    callback: cb3_interrupt,
+    arg: *mut c_void,
+    last: Instant,
+}
+
+impl Interrupt {
+    /// Calls the callback if `now` (after EINTR) or INTERRUPT_EVERY has passed.
+    fn check(&mut self, now: bool) -> Result<(), FileError> {
+        let Some(callback) = self.callback else {
+            return Ok(());
+        };
+        if !now && self.last.elapsed() < INTERRUPT_EVERY {
+            return Ok(());
+        }
+        // SAFETY: the caller's callback, called as documented.
+        let stop = unsafe { callback(self.arg) } != 0;
+        self.last = Instant::now();
+        if stop {
+            Err(FileError::Stop)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Opens `path` for reading. Unlike `File::open`, which retries on EINTR, a
+/// signal during a blocking open (a FIFO without a writer) reaches the
+/// interrupt callback.
 #[cfg(unix)]
-fn path_from_bytes(bytes: &[u8]) -> Cb3Result<&Path> {
-    use std::os::unix::ffi::OsStrExt;
-    Ok(Path::new(std::ffi::OsStr::from_bytes(bytes)))
+fn open_file(path: &[u8], interrupt: &mut Interrupt) -> Result<File, FileError> {
+    let path = CString::new(path).map_err(|_| std::io::Error::from_raw_os_error(EINVAL))?;
+    loop {
+        // SAFETY: a NUL-terminated path; the descriptor is owned by the File.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd >= 0 {
+            return Ok(unsafe { File::from_raw_fd(fd) });
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error.into());
+        }
+        interrupt.check(true)?;
+    }
+}
+
+#[cfg(not(unix))]
+fn open_file(path: &[u8], _interrupt: &mut Interrupt) -> Result<File, FileError> {
+    let path = path_from_bytes(path).map_err(|_| std::io::Error::from_raw_os_error(EINVAL))?;
+    Ok(File::open(path)?)
+}
+
+/// Hashes an open file into `state` (locked): mapped in pieces if it is a
+/// regular file of at least MMAP_MIN bytes, else read in chunks, checking
+/// `interrupt` in between.
+fn hash_file(
+    hasher: &cb3_blake3,
+    state: &mut blake3::Hasher,
+    file: &mut File,
+    interrupt: &mut Interrupt,
+) -> Result<(), FileError> {
+    let metadata = file.metadata()?;
+    if metadata.is_file() && metadata.len() >= MMAP_MIN && metadata.len() <= isize::MAX as u64 {
+        // SAFETY: see the SIGBUS note of cb3_blake3_update_mmap; the length is
+        // fixed now, so a file that grows is hashed up to this length.
+        let mapped = unsafe { memmap2::MmapOptions::new().len(metadata.len() as usize).map(&*file) };
+        if let Ok(mapped) = mapped {
+            for piece in mapped.chunks(MAPPED_PIECE) {
+                hasher.update_locked(state, piece);
+                interrupt.check(false)?;
+            }
+            return Ok(());
+        }
+    }
+    let mut buffer = vec![0u8; READ_CHUNK];
+    let done = loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                hasher.update_locked(state, &buffer[..n]);
+                if let Err(stop) = interrupt.check(false) {
+                    break Err(stop);
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+                if let Err(stop) = interrupt.check(true) {
+                    break Err(stop);
+                }
+            }
+            Err(error) => break Err(error.into()),
+        }
+    };
+    buffer.zeroize();
+    done
 }
 
 #[cfg(not(unix))]
@@ -342,7 +559,7 @@ pub unsafe extern "C" fn cb3_blake3_finalize(
     ffi_boundary(|| {
         let hasher = hasher_ref(hasher)?;
         let out = Raw::new(out, out_len)?;
-        let mut reader = hasher.lock().finalize_xof();
+        let mut reader = hasher.lock()?.finalize_xof();
         reader.set_position(seek);
         reader.fill(out.as_mut_slice());
         // The reader holds the root node's input: for a short keyed input,
@@ -358,7 +575,7 @@ pub unsafe extern "C" fn cb3_blake3_finalize(
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_result {
     ffi_boundary(|| {
-        hasher_ref(hasher)?.lock().reset();
+        hasher_ref(hasher)?.lock()?.reset();
         Ok(())
     })
 }
@@ -366,10 +583,11 @@ pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_resu
 /// The number of input bytes hashed so far: every byte given to
 /// `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
 /// `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
-/// `hasher` is NULL; never fails.
+/// `hasher` is NULL, not a live hasher, or unusable in this forked child
+/// (see `CB3_RESULT_FORKED`); never fails.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_count(hasher: *const cb3_blake3) -> u64 {
-    ffi_boundary_or(0, || hasher.as_ref().map_or(0, |hasher| hasher.lock().count()))
+    ffi_boundary_or(0, || hasher_ref(hasher).and_then(|hasher| Ok(hasher.lock()?.count())).unwrap_or(0))
 }
 
 /// Fills `out` from a finished hasher; shared by the one-shot functions.

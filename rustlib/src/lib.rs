@@ -16,6 +16,7 @@ pub mod chunked;
 pub mod errors;
 pub mod hash;
 pub mod info;
+pub mod object;
 pub mod parallel;
 pub mod stream;
 pub mod wipe;

@@ -10,14 +10,20 @@
 //!
 //! What a stream does not do: it does not detect that trailing messages were
 //! dropped (there is no end-of-stream marker).
+//!
+//! A stream works only in the process that created it: in a `fork()` child
+//! every call fails with `CB3_RESULT_FORKED` (see `object.rs`), since parent
+//! and child would otherwise encrypt under the same message nonces.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::aead::{open_combined, seal_combined, Output};
-use crate::buffers::{fixed, give, store, Raw};
+use crate::buffers::{fixed, store, Raw};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::object::{self, Object};
 
 #[derive(Zeroize, ZeroizeOnDrop)]
 struct StreamKey {
@@ -32,17 +38,26 @@ struct StreamKey {
 /// whole operation, so a stream may be shared between threads: two calls
 /// never use the same message index, and the order in which concurrent calls
 /// take indices is the order in which they get the lock. A stream must not
-/// be freed while another thread uses it.
+/// be freed while another thread uses it, and works only in the process that
+/// created it (`CB3_RESULT_FORKED` in a `fork()` child).
 pub struct cb3_stream {
     secret: StreamKey,
     /// The index of the next message.
     index: Mutex<u64>,
+    /// A copy of `index`, written under the lock, read without it (so that
+    /// reading the index never waits, not even in a forked child).
+    index_seen: AtomicU64,
+}
+
+impl Object for cb3_stream {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:strm");
+    const NAME: &'static str = "cb3_stream";
+    const FREE: &'static str = "cb3_stream_free";
 }
 
 impl cb3_stream {
     fn lock(&self) -> MutexGuard<'_, u64> {
-        // A poisoned lock only means a panic elsewhere; the index is still valid.
-        self.index.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        object::lock(&self.index)
     }
 
     /// The nonce of message `index`.
@@ -66,12 +81,15 @@ impl cb3_stream {
         let nonce = self.nonce_for(*index);
         let written = operation(&self.secret.key, &nonce)?;
         *index += 1;
+        self.index_seen.store(*index, Ordering::Relaxed);
         Ok(written)
     }
 }
 
+/// The stream at `ptr`: NULL, a freed stream or one created in another
+/// process (before `fork()`) are errors.
 unsafe fn stream_ref<'a>(ptr: *const cb3_stream) -> Cb3Result<&'a cb3_stream> {
-    ptr.as_ref().ok_or(cb3_result::NullParameter)
+    object::get_here(ptr)
 }
 
 fn nonce_raw(nonce: &[u8; 24]) -> Raw {
@@ -120,7 +138,12 @@ pub unsafe extern "C" fn cb3_stream_new(
         if message_index == u64::MAX {
             return Err(cb3_result::InvalidArgument);
         }
-        give(cb3_stream { secret: StreamKey { key: *key, nonce: *nonce }, index: Mutex::new(message_index) }, stream_out)
+        let stream = cb3_stream {
+            secret: StreamKey { key: *key, nonce: *nonce },
+            index: Mutex::new(message_index),
+            index_seen: AtomicU64::new(message_index),
+        };
+        object::give(stream, stream_out)
     })
 }
 
@@ -129,21 +152,27 @@ pub unsafe extern "C" fn cb3_stream_new(
 /// `stream` may be NULL (then nothing happens). After this call `stream`
 /// must not be used again, by this thread or any other; freeing it while
 /// another thread is still inside a call with it is undefined behaviour.
+/// Freeing it in a `fork()` child is allowed (and wipes the child's copy).
+///
+/// Caller bugs are caught where possible: freeing a stream twice (or a
+/// pointer that is not a live stream) prints a message to stderr and aborts
+/// the process; any other call on a freed stream returns
+/// `CB3_RESULT_INVALID_ARGUMENT` (unless the memory was meanwhile reused for
+/// a new stream).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
-    ffi_boundary_or((), || {
-        if !stream.is_null() {
-            drop(Box::from_raw(stream));
-        }
-    })
+    ffi_boundary_or((), || object::free(stream))
 }
 
 /// The index of the next message: the starting index plus the number of
 /// messages encrypted (or successfully decrypted) so far. `UINT64_MAX` once
-/// the stream is exhausted. Returns 0 if `stream` is NULL.
+/// the stream is exhausted. Returns 0 if `stream` is NULL or not a live
+/// stream. Never waits for the stream's lock: while another thread is
+/// inside a call it gives the index before that call. In a `fork()` child it
+/// gives the index at the fork.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_message_index(stream: *const cb3_stream) -> u64 {
-    ffi_boundary_or(0, || stream.as_ref().map_or(0, |stream| *stream.lock()))
+    ffi_boundary_or(0, || object::get(stream).map_or(0, |stream| stream.index_seen.load(Ordering::Relaxed)))
 }
 
 /// Encrypts the next message: writes `ciphertext || tag` (exactly
@@ -158,8 +187,11 @@ pub unsafe extern "C" fn cb3_stream_message_index(stream: *const cb3_stream) -> 
 /// Returns `CB3_RESULT_OK`, or:
 /// - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`; every
 ///   later call fails the same way rather than reuse a nonce.
+/// - `CB3_RESULT_FORKED`: the stream was created in another process (this
+///   is a `fork()` child): create a new stream with a fresh nonce here.
 /// - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
 ///   NULL, is NULL.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: `stream` is not a live stream (freed).
 /// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
 /// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
 ///   exactly in place.
@@ -202,8 +234,11 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
 ///   nonce (a wrong, reordered, replayed or modified message), or
 ///   `ciphertext_len < CB3_TAG_SIZE`.
 /// - `CB3_RESULT_STREAM_EXHAUSTED`: the index reached `UINT64_MAX`.
+/// - `CB3_RESULT_FORKED`: the stream was created in another process (this
+///   is a `fork()` child): create a new stream with a fresh nonce here.
 /// - `CB3_RESULT_NULL_PARAMETER`: `stream`, or a pointer that may not be
 ///   NULL, is NULL.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: `stream` is not a live stream (freed).
 /// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
 /// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
 ///   exactly in place.

@@ -2,11 +2,10 @@
 //! memory of a `cb3_aead` (its key) and of a `cb3_stream` (its `StreamKey`:
 //! key and nonce) holds no trace of the secret once the object is dropped.
 //!
-//! `cb3_aead_free` is `drop(Box::from_raw(p))`, that is drop_in_place and
-//! then dealloc; these tests run the two steps apart so that the memory can
-//! be read in between, while it is still allocated.
+//! `cb3_aead_free` is drop_in_place and then dealloc (of the object and its
+//! tag, `object.rs`); these tests run the two steps apart so that the memory
+//! can be read in between, while it is still allocated.
 
-use std::alloc::{dealloc, Layout};
 use std::mem::size_of;
 
 use cb3::aead::{cb3_aead, cb3_aead_encrypt, cb3_aead_new, cb3_aead_new_with_threads};
@@ -28,7 +27,7 @@ unsafe fn contains<T>(ptr: *const T, needle: &[u8]) -> bool {
 unsafe fn survives_drop<T>(ptr: *mut T, needle: &[u8]) -> bool {
     std::ptr::drop_in_place(ptr);
     let found = contains(ptr, needle);
-    dealloc(ptr as *mut u8, Layout::new::<T>());
+    cb3::object::dealloc_dropped(ptr);
     found
 }
 
@@ -68,7 +67,7 @@ fn stream_key_and_nonce_are_wiped_when_freed() {
         std::ptr::drop_in_place(stream);
         assert!(!contains(stream, &key), "key left in a freed cb3_stream");
         assert!(!contains(stream, nonce_prefix), "nonce left in a freed cb3_stream");
-        dealloc(stream as *mut u8, Layout::new::<cb3_stream>());
+        cb3::object::dealloc_dropped(stream);
     }
 }
 
