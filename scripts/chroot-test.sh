@@ -234,7 +234,7 @@ in_chroot --tests sh -c 'cd /build && exec "$0" -p no:cacheprovider --rootdir=/b
 test_seconds=$((SECONDS - test_start))
 if [ -n "${CB3_MATRIX_DIR:-}" ] && [ -f "$ROOT/build/junit.xml" ]; then
     python3 "$REPO/scripts/matrix.py" record --dir "$CB3_MATRIX_DIR" --info "$info" --where "$WHERE" \
-        --built "pip install . (PEP 517)" --junit "$ROOT/build/junit.xml" \
+        --built "pip install ." --junit "$ROOT/build/junit.xml" \
         --seconds "build=$build_seconds" --seconds "tests=$test_seconds" --seconds "total=$((SECONDS - START))"
 fi
 log "done in $((SECONDS - START)) s: build $build_seconds s, tests $test_seconds s (pytest exit status $status)"
