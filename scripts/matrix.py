@@ -31,6 +31,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = ROOT / ".test" / "matrix"
@@ -67,7 +68,7 @@ def junit_counts(path: Path) -> dict[str, int]:
     }
 
 
-def row_id(row: dict) -> str:
+def row_id(row: dict[str, Any]) -> str:
     parts = [row["interpreter"].split(" (")[0], row["arch"], row["hpy_abi"], row.get("wheel") or "", row.get("mode") or ""]
     return re.sub(r"[^a-z0-9.]+", "-", " ".join(parts).lower()).strip("-")
 
@@ -84,7 +85,7 @@ def record(args: argparse.Namespace) -> None:
     print(f"recorded {row['id']}: {row['passed']} passed, {row['skipped']} skipped, {row['failed'] + row['errors']} failed")
 
 
-def version_key(row: dict) -> tuple:
+def version_key(row: dict[str, Any]) -> tuple[Any, ...]:
     impl, _, version = row["interpreter"].partition(" ")
     numbers = tuple(int(n) for n in re.findall(r"\d+", version.split(" (Python ")[-1])[:3])
     return (impl != "CPython", numbers, row["arch"], row.get("wheel") or "", row.get("mode") or "", row["hpy_abi"])
