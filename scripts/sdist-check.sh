@@ -46,7 +46,7 @@ required = [
     "tests/conftest.py", "tests/helpers.py", "tests/reference.py", "tests/requirements.txt",
     "tests/typing_examples.py", "tests/c/run.sh", "tests/data/blake3_test_vectors.json",
     "docs/development.md", "docs/performance.md", "examples/downstream/requirements-build.txt",
-    "third_party/NOTICES.md", "third_party/hpy-runtime/LICENSE", "rustlib/Cargo.lock",
+    "third_party/NOTICES.md", "third_party/hpy/LICENSE", "rustlib/Cargo.lock",
 ]
 missing = [name for name in required if name not in names]
 tracked = subprocess.run(["git", "ls-files", "cb3", "cext", "rustlib/src", "rustlib/include", "rustlib/examples", "tests", "docs",
