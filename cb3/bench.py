@@ -235,10 +235,23 @@ class Result:
 groups: dict[str, str] = {}
 
 
-def measure(sizes: list[int], rounds: int, budget: float, only: Optional[list[str]] = None) -> list[Result]:
+def _warm_up(timer: Timer, seconds: float) -> None:
+    """Runs `timer` for about `seconds` of wall time (PyPy's JIT, and its GC
+    heap growing to a steady size: docs/pypy.md)."""
+    n, end = 1, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        timer(n)
+        n = min(n * 2, 1 << 16)
+
+
+def measure(
+    sizes: list[int], rounds: int, budget: float, only: Optional[list[str]] = None, warmup: float = 0.0
+) -> list[Result]:
     cases = [case for case in _cases() if not only or any(word in case.name for word in only)]
     groups.update({case.name: case.group for case in cases})
     timers = {(case.name, size): case.make(size) for case in cases for size in sizes}
+    for timer in timers.values():
+        _warm_up(timer, warmup)
     counts = {key: _calibrate(timer, budget) for key, timer in timers.items()}
     samples: dict[tuple[str, int], list[float]] = {key: [] for key in timers}
     for _ in range(rounds):
@@ -302,13 +315,20 @@ def main(argv: list[str]) -> int:
         default="wall",
         help="wall time (default) or the process's CPU time (steadier on a shared machine)",
     )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="run each case this long before timing it (PyPy: JIT and GC heap in steady state; default 0)",
+    )
     args = parser.parse_args(argv)
     global clock
     clock = time.process_time if args.clock == "process" else time.perf_counter
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = args.rounds or (2 if args.quick else 5)
     budget = 0.005 if args.quick else 0.1
-    results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None)
+    results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None, args.warmup)
     print(report(results))
     if args.json:
         with open(args.json, "w") as out:
@@ -320,6 +340,7 @@ def main(argv: list[str]) -> int:
                     "simd": cb3.simd_backend(),
                     "cpu": cpu_name(),
                     "clock": args.clock,
+                    "warmup": args.warmup,
                     "results": [
                         {
                             "case": r.case,

@@ -6,23 +6,27 @@
 #
 #   sudo scripts/bench-pypy.sh          (needs the chroot: run scripts/pypy.sh once)
 #
-# Environment: CB3_BENCH_ROUNDS (default 5), CB3_BENCH_CLOCK (process: CPU
-# time, the default, steadier on a shared machine; wall), CB3_PYPY_CACHE
-# (default /var/cache/cb3-pypy), CB3_BENCH_OUT (default docs/pypy-speed.md).
-# About 3 minutes on the 2-core reference VM (builds 1 min, 5 rounds 2 min):
+# Environment: CB3_BENCH_ROUNDS (default 3), CB3_BENCH_WARMUP (seconds each
+# case runs before it is timed, default 1: PyPy's JIT, and its GC heap past
+# the first major collection, docs/pypy.md; 0 times a fresh process),
+# CB3_BENCH_CLOCK (process: CPU time, the default, steadier on a shared
+# machine; wall), CB3_PYPY_CACHE (default /var/cache/cb3-pypy), CB3_BENCH_OUT
+# (default docs/pypy-speed.md).
+# About 6 minutes on the 2-core reference VM (builds 2 min, 3 rounds 4 min):
 # too slow for scripts/test.sh, which does not run it.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${CB3_PYPY_CACHE:-/var/cache/cb3-pypy}
 ROOT=$CACHE/chroot
-ROUNDS=${CB3_BENCH_ROUNDS:-5}
+ROUNDS=${CB3_BENCH_ROUNDS:-3}
+WARMUP=${CB3_BENCH_WARMUP:-1}
 CLOCK=${CB3_BENCH_CLOCK:-process}
 OUT=${CB3_BENCH_OUT:-$REPO/docs/pypy-speed.md}
 WORK=$REPO/.test/bench-pypy
 PYTHON=${PYTHON:-python3.11}
 BENCH_ARGS=(-P -m cb3 bench --only "cb3 encrypt,cb3 decrypt,cb3 keyed_hash" --sizes 64,1048576 --rounds 3
-    --clock "$CLOCK")
+    --clock "$CLOCK" --warmup "$WARMUP")
 START=$SECONDS
 log() { printf '[bench-pypy.sh %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 
