@@ -45,12 +45,18 @@ class Case:
 REFERENCE = {"aead": "cb3 encrypt", "hash": "cb3 keyed_hash", "chacha": "cb3 ChaCha20 (new object)"}
 
 
+#: The clock of every timer: wall time by default; `--clock process` uses the
+#: process's CPU time, which leaves out the time other jobs of a shared machine
+#: hold the CPU (but adds up all threads: not comparable for max_threads cases).
+clock: Callable[[], float] = time.perf_counter
+
+
 def _loop(call: Callable[[], object]) -> Timer:
     def run(n: int) -> float:
-        start = time.perf_counter()
+        start = clock()
         for _ in range(n):
             call()
-        return time.perf_counter() - start
+        return clock() - start
 
     return run
 
@@ -253,10 +259,23 @@ class Result:
 groups: dict[str, str] = {}
 
 
-def measure(sizes: list[int], rounds: int, budget: float, only: Optional[list[str]] = None) -> list[Result]:
+def _warm_up(timer: Timer, seconds: float) -> None:
+    """Runs `timer` for about `seconds` of wall time (PyPy's JIT, and its GC
+    heap growing to a steady size: docs/pypy.md)."""
+    n, end = 1, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        timer(n)
+        n = min(n * 2, 1 << 16)
+
+
+def measure(
+    sizes: list[int], rounds: int, budget: float, only: Optional[list[str]] = None, warmup: float = 0.0
+) -> list[Result]:
     cases = [case for case in _cases() if not only or any(word in case.name for word in only)]
     groups.update({case.name: case.group for case in cases})
     timers = {(case.name, size): case.make(size) for case in cases for size in sizes}
+    for timer in timers.values():
+        _warm_up(timer, warmup)
     counts = {key: _calibrate(timer, budget) for key, timer in timers.items()}
     samples: dict[tuple[str, int], list[float]] = {key: [] for key in timers}
     for _ in range(rounds):
@@ -317,6 +336,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file-size", default="256M", help="file rows: the file size (default 256M)")
     parser.add_argument("--sparse-size", default="2G", help="file rows: the sparse file for peak RSS (default 2G; 0: skip)")
     parser.add_argument("--dir", help="file rows: where the files go (default /dev/shm)")
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "process"],
+        default="wall",
+        help="wall time (default) or the process's CPU time (steadier on a shared machine)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="run each case this long before timing it (PyPy: JIT and GC heap in steady state; default 0)",
+    )
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> argparse.ArgumentParser:
@@ -334,6 +366,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
+    global clock
+    clock = time.process_time if args.clock == "process" else time.perf_counter
     if args.files:
         from cb3 import bench_files
 
@@ -341,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = args.rounds or (2 if args.quick else 5)
     budget = 0.005 if args.quick else 0.1
-    results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None)
+    results = measure(sizes, rounds, budget, args.only.split(",") if args.only else None, args.warmup)
     print(report(results))
     missing = missing_peers()
     if missing:
@@ -367,6 +401,8 @@ def run(args: argparse.Namespace) -> int:
                     "simd": cb3.simd_backend(),
                     "cpu": cpu_name(),
                     "missing_peers": [dist for _, _, dist in missing],
+                    "clock": args.clock,
+                    "warmup": args.warmup,
                     "results": [
                         {
                             "case": r.case,

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# PyPy vs CPython per-call table (issue 15, "PyPy at CPython's speed"):
+# builds cb3 for CPython 3.11 (host venv, cpython ABI) and for PyPy 3.11 (the
+# scripts/pypy.sh chroot, hybrid ABI), runs `python -m cb3 bench` on both in
+# interleaved rounds and writes docs/pypy-speed.md (scripts/pypy_speed.py).
+#
+#   sudo scripts/bench-pypy.sh          (needs the chroot: run scripts/pypy.sh once)
+#
+# Environment: CB3_BENCH_ROUNDS (default 3), CB3_BENCH_WARMUP (seconds each
+# case runs before it is timed, default 1: PyPy's JIT, and its GC heap past
+# the first major collection, docs/pypy.md; 0 times a fresh process),
+# CB3_BENCH_CLOCK (process: CPU time, the default, steadier on a shared
+# machine; wall), CB3_PYPY_CACHE (default /var/cache/cb3-pypy), CB3_BENCH_OUT
+# (default docs/pypy-speed.md).
+# About 6 minutes on the 2-core reference VM (builds 2 min, 3 rounds 4 min):
+# too slow for scripts/test.sh, which does not run it.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${CB3_PYPY_CACHE:-/var/cache/cb3-pypy}
+ROOT=$CACHE/chroot
+ROUNDS=${CB3_BENCH_ROUNDS:-3}
+WARMUP=${CB3_BENCH_WARMUP:-1}
+CLOCK=${CB3_BENCH_CLOCK:-process}
+OUT=${CB3_BENCH_OUT:-$REPO/docs/pypy-speed.md}
+WORK=$REPO/.test/bench-pypy
+PYTHON=${PYTHON:-python3.11}
+BENCH_ARGS=(-P -m cb3 bench --only "cb3 encrypt,cb3 decrypt,cb3 keyed_hash" --sizes 64,1048576 --rounds 3
+    --clock "$CLOCK" --warmup "$WARMUP")
+START=$SECONDS
+log() { printf '[bench-pypy.sh %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
+
+[ "$(id -u)" = 0 ] || { log "needs root (chroot)"; exit 1; }
+[ -f "$ROOT/.cb3-chroot-complete" ] || { log "no PyPy chroot in $ROOT: run scripts/pypy.sh first"; exit 1; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+
+log "CPython: venv and build"
+"$PYTHON" -m venv "$WORK/venv"
+"$WORK/venv/bin/pip" install -q --disable-pip-version-check \
+    $(grep -E '^(hpy|setuptools|wheel)==' "$REPO/tests/requirements.txt")
+"$WORK/venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation "$REPO"
+
+# The PyPy side has its own directories in the chroot (/bench, /opt/cb3-bench-venv),
+# so test runs of pypy.sh (/build, /opt/cb3-venv) are not disturbed; the
+# chroot's lock is held for the whole run so that it is not rebuilt meanwhile.
+exec 9>"$CACHE/.lock"
+flock 9
+in_chroot() {
+    # shellcheck disable=SC2016
+    unshare -m -- sh -c 'mount -t proc proc "$1/proc" && shift && exec chroot "$@"' sh "$ROOT" "$ROOT" \
+        env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        PYTHONDONTWRITEBYTECODE=1 "$@"
+}
+log "PyPy: rustlib (host cargo), venv and build"
+(cd "$REPO/rustlib" && cargo build --quiet --release --locked --lib --target-dir "$CACHE/cargo-target-bench")
+rm -rf "$ROOT/bench" && mkdir -p "$ROOT/bench/src"
+cp "$CACHE/cargo-target-bench/release/libcb3.a" "$ROOT/bench/libcb3.a"
+(cd "$REPO" && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
+    [ -e "$f" ] && printf '%s\0' "$f"
+done | tar --null -T - -cf -) | tar -C "$ROOT/bench/src" -xf -
+[ -x "$ROOT/opt/cb3-bench-venv/bin/python" ] || in_chroot pypy3 -m venv /opt/cb3-bench-venv
+in_chroot env CB3_STATICLIB=/bench/libcb3.a /opt/cb3-bench-venv/bin/python -m pip install -q --no-deps \
+    --no-build-isolation --force-reinstall --disable-pip-version-check /bench/src
+
+label() {  # label FILE LABEL: adds "label" to a bench JSON file
+    "$WORK/venv/bin/python" -c 'import json, sys; d = json.load(open(sys.argv[1])); d["label"] = sys.argv[2]
+json.dump(d, open(sys.argv[1], "w"))' "$1" "$2"
+}
+for round in $(seq 1 "$ROUNDS"); do
+    log "round $round/$ROUNDS"
+    (cd "$WORK" && "$WORK/venv/bin/python" "${BENCH_ARGS[@]}" --json "$WORK/cpython-$round.json" >/dev/null)
+    label "$WORK/cpython-$round.json" "CPython 3.11"
+    in_chroot sh -c 'cd /bench && exec "$@"' sh /opt/cb3-bench-venv/bin/python "${BENCH_ARGS[@]}" \
+        --json /bench/pypy.json >/dev/null
+    cp "$ROOT/bench/pypy.json" "$WORK/pypy-$round.json" && label "$WORK/pypy-$round.json" "PyPy 3.11"
+    # The same with a 4 MB nursery (PyPy's default is half the L3 cache: see docs/pypy.md)
+    in_chroot sh -c 'cd /bench && exec env PYPY_GC_NURSERY=4M "$@"' sh /opt/cb3-bench-venv/bin/python \
+        "${BENCH_ARGS[@]}" --json /bench/pypy.json >/dev/null
+    cp "$ROOT/bench/pypy.json" "$WORK/pypy4m-$round.json" && label "$WORK/pypy4m-$round.json" "PyPy, PYPY_GC_NURSERY=4M"
+done
+{
+    echo "- Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "  at the end; L3 cache $(lscpu | sed -n 's/^L3 cache: *//p')."
+} >"$WORK/note.txt"
+"$WORK/venv/bin/python" "$REPO/scripts/pypy_speed.py" "$OUT" "$WORK/note.txt" \
+    "$WORK"/cpython-*.json "$WORK"/pypy-*.json "$WORK"/pypy4m-*.json
+log "wrote $OUT"
