@@ -29,7 +29,7 @@ def test_readme_has_the_recipes():
     ):
         assert heading in text
     # The two set-up commands, exactly.
-    assert "\n    python3 -m pip install . && python3 -P -m cb3\n" in text
+    assert "\n    python3 -m venv .venv && .venv/bin/python -m pip install . && .venv/bin/python -P -m cb3\n" in text
     assert "\n    bash scripts/test.sh\n" in text
     assert len(BLOCKS) >= 9
 

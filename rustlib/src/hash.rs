@@ -324,7 +324,9 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
             return Err(cb3_result::NullParameter);
         }
         let state = hasher.lock()?.clone();
-        object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() }, copy_out)
+        let made = object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() }, copy_out);
+        scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
+        made
     })
 }
 
