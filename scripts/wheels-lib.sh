@@ -61,6 +61,10 @@ done
 # zig's glibc headers (newest glibc, versioned down to the target) define
 # _POSIX_C_SOURCE 202405L; pyconfig.h redefines it to 200809L when a C file
 # includes a libc header before Python.h: harmless, but an error under -Werror.
+# Linking the module (-shared): Rust's unwinder (_Unwind_*, libgcc_s in a gcc
+# link) comes from zig's static LLVM libunwind, kept private by the version
+# script.
+case " $* " in *" -shared "*) set -- "$@" -lunwind ;; esac
 exec "${CB3_ZIG:?}" cc -target "$target" "$@" -Wno-macro-redefined
 EOF
     printf '{\n  global: PyInit_*; HPyInit*; get_required_hpy_*;\n  local: *;\n};\n' >"$CACHE/bin/exports.map"
@@ -145,19 +149,22 @@ EOF
 }
 
 # ---- chroots --------------------------------------------------------------------
-# ensure_chroot SUITE ARCH PACKAGES -> prints the chroot's path. Cached in
-# $CACHE/chroot-SUITE-ARCH, rebuilt when the recipe changes. arm64 runs under
+# ensure_chroot SUITE ARCH PACKAGES [VARIANT] -> prints the chroot's path.
+# Cached in $CACHE/chroot-SUITE-ARCH-VARIANT, rebuilt when the recipe changes. arm64 runs under
 # qemu-user-static through binfmt_misc (registered here if it is not).
-ensure_chroot() {
-    local suite=$1 arch=$2 packages=$3 root recipe
-    root=$CACHE/chroot-$suite-$arch
-    recipe="cb3-wheels-chroot v1 suite=$suite arch=$arch packages=$packages"
+# VARIANT (default apt): mmdebstrap's; "extract" only unpacks the packages
+# and their dependencies (no maintainer scripts, so nothing runs under qemu:
+# seconds instead of minutes for arm64).
+ensure_chroot() {  # ensure_chroot SUITE ARCH PACKAGES [VARIANT]
+    local suite=$1 arch=$2 packages=$3 variant=${4:-apt} root recipe
+    root=$CACHE/chroot-$suite-$arch-$variant
+    recipe="cb3-wheels-chroot v1 suite=$suite arch=$arch variant=$variant packages=$packages"
     if [ "$arch" != amd64 ]; then ensure_binfmt "$arch"; fi
     if [ "$(cat "$root/.cb3-chroot" 2>/dev/null)" != "$recipe" ]; then
         command -v mmdebstrap >/dev/null || apt_install mmdebstrap
         local t0=$SECONDS
         rm -rf "$root" "$root.partial"
-        mmdebstrap --quiet --arch="$arch" --variant=apt --include="$packages" "$suite" "$root.partial" "$DEBIAN_MIRROR" >&2
+        mmdebstrap --quiet --arch="$arch" --variant="$variant" --include="$packages" "$suite" "$root.partial" "$DEBIAN_MIRROR" >&2
         mv "$root.partial" "$root"
         echo "$recipe" >"$root/.cb3-chroot"
         echo "created the $suite/$arch chroot in $((SECONDS - t0)) s" >&2
@@ -167,7 +174,7 @@ ensure_chroot() {
         ! diff -rq /usr/local/share/ca-certificates "$root/usr/local/share/ca-certificates" >/dev/null 2>&1; then
         mkdir -p "$root/usr/local/share/ca-certificates"
         cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
-        in_root "$root" "" update-ca-certificates >/dev/null
+        [ "$variant" = extract ] || in_root "$root" "" update-ca-certificates >/dev/null
     fi
     echo "$root"
 }
@@ -196,7 +203,10 @@ in_root() {
     local root=$1 binds=$2
     shift 2
     # shellcheck disable=SC2016  # the inner shell's variables
+    # An "extract" chroot has no /dev nodes: the host's /dev is bound there.
     BINDS=$binds unshare -m -- sh -c 'set -e; r=$1; shift
+        mkdir -p "$r/proc" "$r/dev" "$r/tmp" && chmod 1777 "$r/tmp"
+        [ -e "$r/dev/null" ] || mount --bind /dev "$r/dev"
         mount -t proc proc "$r/proc"
         mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$r/dev/pts"
         mount --bind "$r/dev/pts/ptmx" "$r/dev/ptmx" 2>/dev/null || true
@@ -213,7 +223,7 @@ in_root() {
 # bind-mounted), into $OUT/raw/VERSION-TARGET_ARCH.
 chroot_build() {
     local suite=$1 arch=$2 version=$3 target=$4 staticlib=$5 root venv=/opt/cb3-build-venv
-    root=$CACHE/chroot-$suite-$arch
+    root=$CACHE/chroot-$suite-$arch-apt
     if [ "$(cat "$root$venv/.pins" 2>/dev/null)" != "$BUILD_VENV_PINS" ]; then
         rm -rf "${root:?}$venv"
         in_root "$root" "" "python$version" -m venv "$venv"
