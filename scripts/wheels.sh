@@ -133,8 +133,35 @@ host_full_suite() {  # host_full_suite VERSION
     test_row "CPython $version" x86_64 full $((SECONDS - t0)) "$junit" "$(cd "$OUT" && "${run[@]}" python -P -c 'import cb3; print(cb3.simd_backend())')"
 }
 
-for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13}}; do
-    [ "$version" = 3.14 ] && continue
+# CPython 3.14 (not on the host): the same in the Debian sid chroot that built
+# its wheel, which has gcc, g++, b3sum and pkgconf for the tests that compile
+# against the wheel's C API; pip there installs from PyPI.
+chroot_full_suite() {  # chroot_full_suite VERSION SUITE
+    local version=$1 suite=$2 wheel root venv=/opt/cb3-test t0=$SECONDS rc=0
+    wheel=$(wheel_for "$version" x86_64)
+    [ -n "$wheel" ] || { log "CPython $version x86_64: no wheel to test"; status=1; return; }
+    root=$(ensure_chroot "$suite" amd64 "$SID_AMD64_PACKAGES")
+    rm -rf "${root:?}$venv" "$OUT/junit/$version-x86_64.xml" && mkdir -p "$OUT/junit" "$root/build/dist"
+    cp "$wheel" "$root/build/dist/"
+    in_root "$root" "" "python$version" -m venv "$venv"
+    in_root "$root" "$SRC:/build/src" "$venv/bin/pip" install -q -r /build/src/tests/requirements.txt
+    in_root "$root" "" "$venv/bin/pip" install -q --no-deps --only-binary :all: "/build/dist/$(basename "$wheel")"
+    in_root "$root" "" sh -c "cd /tmp && $venv/bin/python -P -m cb3" >"$OUT/selfcheck-$version-x86_64.log" 2>&1 ||
+        { cat "$OUT/selfcheck-$version-x86_64.log" >&2; status=1; }
+    in_root "$root" "$SRC:/build/src,$OUT/junit:/build/junit" sh -c 'cd /build/src && exec "$@"' sh \
+        "$venv/bin/pytest" tests -q -p no:cacheprovider "${WHEEL_DESELECT[@]}" --junitxml="/build/junit/$version-x86_64.xml" \
+        >"$OUT/pytest-$version-x86_64.log" 2>&1 || rc=$?
+    tail -3 "$OUT/pytest-$version-x86_64.log" >&2
+    [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
+    test_row "CPython $version" x86_64 full $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml" \
+        "$(in_root "$root" "" "$venv/bin/python" -P -c 'import cb3; print(cb3.simd_backend())')"
+}
+
+for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14}}; do
+    if [ "$version" = 3.14 ]; then
+        chroot_full_suite 3.14 sid
+        continue
+    fi
     command -v "python$version" >/dev/null || { log "skipped: python$version is not installed"; continue; }
     host_full_suite "$version"
 done
