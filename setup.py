@@ -28,6 +28,7 @@ import glob
 import importlib.util
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,45 @@ from setuptools.dist import Distribution
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUSTLIB = os.path.join(HERE, "rustlib")
 STATICLIB_PLACEHOLDER = "libcb3.a"
+
+
+def read_setting(path, pattern):
+    with open(os.path.join(HERE, path), encoding="utf-8") as f:
+        match = re.search(pattern, f.read(), re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"{path}: no match for {pattern!r}")
+    return tuple(int(group) for group in match.groups())
+
+
+PYPY_VERSION = (3, 11)  # the Python version of the one PyPy tested (scripts/pypy.sh)
+
+
+def check_python_version():
+    """Refuses to build on a Python outside pyproject.toml's requires-python
+    (pip already refuses; this covers --ignore-requires-python, direct
+    setup.py runs and frontends that do not check). HPy 0.9 crashes on
+    interpreters it was not adapted to (3.13 needed a patch:
+    third_party/hpy/PATCHES.md), so an untested Python gets this error, not
+    a binary that may segfault."""
+    low_major, low_minor, high_major, high_minor = read_setting(
+        "pyproject.toml", r'^requires-python = ">=(\d+)\.(\d+),<(\d+)\.(\d+)"$'
+    )
+    version = sys.version_info[:2]
+    if platform.python_implementation() == "CPython":
+        if (low_major, low_minor) <= version < (high_major, high_minor):
+            return
+    elif platform.python_implementation() == "PyPy" and version == PYPY_VERSION:
+        return
+    pypy = ".".join(map(str, PYPY_VERSION))
+    sys.exit(
+        f"error: cb3 supports CPython {low_major}.{low_minor} to {high_major}.{high_minor - 1} and PyPy {pypy}; "
+        f"this is {platform.python_implementation()} {platform.python_version()}. "
+        "cb3's HPy 0.9 layer has been adapted and tested only on those versions (on others it can crash at "
+        "run time), so it is not built here. Use a supported Python, e.g. python3.13 -m venv .venv."
+    )
+
+
+check_python_version()
 
 # What the binary is built for. HPy 0.9's context has no reliable layout
 # check: PyPy's HPy 0.9.1.dev inserts a field into HPyContext but still says
@@ -152,9 +192,10 @@ class build_ext_rust(build_ext):
                 raise FileNotFoundError(f"CB3_STATICLIB={prebuilt!r}: no such file")
             print(f"using the prebuilt rustlib archive {prebuilt} (CB3_STATICLIB), not running cargo")
             return os.path.abspath(prebuilt)
+        cargo = find_cargo()
         target_dir = os.path.join(os.path.abspath(self.build_temp), "cargo-target")
         profile = "debug" if self.debug else "release"
-        command = [os.environ.get("CARGO", "cargo"), "build", "--locked", "--lib", "--target-dir", target_dir]
+        command = [cargo, "build", "--locked", "--lib", "--target-dir", target_dir]
         if profile == "release":
             command.append("--release")
         env = dict(os.environ)
@@ -163,6 +204,27 @@ class build_ext_rust(build_ext):
         # cwd=rustlib so that rustlib/.cargo/config.toml applies.
         subprocess.check_call(command, cwd=RUSTLIB, env=env)
         return os.path.join(target_dir, profile, "libcb3.a")
+
+
+def find_cargo():
+    """$CARGO or cargo on PATH, checked against rustlib/Cargo.toml's
+    rust-version; exits with what to install when it is missing or too old."""
+    need = ".".join(map(str, read_setting("rustlib/Cargo.toml", r'^rust-version = "(\d+)\.(\d+)"')))
+    install = (
+        f"Install Rust >= {need} with rustup (https://rustup.rs: "
+        "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh, then open a new shell), "
+        "or point CARGO at such a cargo. Distribution packages of cargo are often older. "
+        "A prebuilt cb3 wheel needs neither Rust nor a C compiler."
+    )
+    name = os.environ.get("CARGO", "cargo")
+    cargo = shutil.which(name)
+    if cargo is None:
+        sys.exit(f"error: building cb3 from source needs cargo (Rust >= {need}); {name!r} was not found on PATH. {install}")
+    version = subprocess.run([cargo, "--version"], capture_output=True, text=True).stdout.strip()
+    match = re.match(r"cargo (\d+)\.(\d+)", version)
+    if match is None or tuple(map(int, match.groups())) < tuple(map(int, need.split("."))):
+        sys.exit(f"error: building cb3 from source needs cargo from Rust >= {need}; {cargo} is {version!r}. {install}")
+    return cargo
 
 
 # The C API in the package (cb3/capi.py finds them; it also writes cb3.pc).

@@ -22,7 +22,14 @@
    solution. Going forward, HPy may ask CPython to reserve one bit for HPy or
    find another more reliable solution.
 */
-#define HPy_TPFLAGS_INTERNAL_IS_HPY_TYPE (1UL << 2)
+#if PY_VERSION_HEX >= 0x030D0000
+/* cb3 patch (third_party/hpy/PATCHES.md): CPython 3.13 took bit 2 as
+   Py_TPFLAGS_INLINE_VALUES and no bit is free, so no flag marks HPy types
+   there: _is_HPyType() recognises them by their HPyType_Extra_t instead. */
+#  define HPy_TPFLAGS_INTERNAL_IS_HPY_TYPE 0UL
+#else
+#  define HPy_TPFLAGS_INTERNAL_IS_HPY_TYPE (1UL << 2)
+#endif
 
 #define HPy_TYPE_MAGIC 0xba5f
 
@@ -135,7 +142,20 @@ typedef struct {
 } HPyType_Extra_t;
 
 static inline bool _is_HPyType(PyTypeObject *tp) {
+#if PY_VERSION_HEX >= 0x030D0000
+    /* cb3 patch (third_party/hpy/PATCHES.md): an HPy type is a heap type
+       whose _ht_tpname is the HPyType_Extra_t that ctx_Type_FromSpec put
+       there, with tp_name pointing at its name field. Other heap types have
+       _ht_tpname NULL (classes) or equal to tp_name (PyType_FromSpec), so
+       the magic is only read from a block that is an HPyType_Extra_t. */
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        return false;
+    const char *extra = ((PyHeapTypeObject *)tp)->_ht_tpname;
+    return extra != NULL && tp->tp_name == extra + offsetof(HPyType_Extra_t, name) &&
+           ((const HPyType_Extra_t *)extra)->magic == HPy_TYPE_MAGIC;
+#else
     return tp->tp_flags & HPy_TPFLAGS_INTERNAL_IS_HPY_TYPE;
+#endif
 }
 
 static inline HPyType_Extra_t *_HPyType_EXTRA(PyTypeObject *tp) {

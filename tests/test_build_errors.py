@@ -1,0 +1,47 @@
+"""Building from source without a usable Rust toolchain fails with a message
+that says what to install (setup.py's find_cargo), before anything is built."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUST_VERSION = re.search(r'^rust-version = "([\d.]+)"', (ROOT / "rustlib/Cargo.toml").read_text(), re.MULTILINE)[1]
+
+
+def build_ext(tmp_path, path):
+    env = {k: v for k, v in os.environ.items() if k not in ("CARGO", "CB3_STATICLIB")}
+    env.update(PATH=path, PYTHONDONTWRITEBYTECODE="1")
+    build = tmp_path / "build"
+    command = [sys.executable, "setup.py", "-q", "build_ext", "-b", str(build / "lib"), "-t", str(build / "temp")]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def bin_dir(tmp_path):
+    path = tmp_path / "bin"
+    path.mkdir()
+    return path
+
+
+def test_missing_cargo_says_what_to_install(tmp_path, bin_dir):
+    result = build_ext(tmp_path, str(bin_dir))  # a PATH without cargo
+    assert result.returncode != 0
+    message = result.stderr
+    assert f"building cb3 from source needs cargo (Rust >= {RUST_VERSION}); 'cargo' was not found on PATH" in message
+    assert "https://rustup.rs" in message
+    assert not (tmp_path / "build" / "temp" / "cargo-target").exists()
+
+
+def test_old_cargo_says_which_version_is_needed(tmp_path, bin_dir):
+    cargo = bin_dir / "cargo"
+    cargo.write_text("#!/bin/sh\necho 'cargo 1.63.0 (fd9c4297c 2022-07-01)'\n")
+    cargo.chmod(0o755)
+    result = build_ext(tmp_path, str(bin_dir))
+    assert result.returncode != 0
+    assert f"needs cargo from Rust >= {RUST_VERSION}; {cargo} is 'cargo 1.63.0 (fd9c4297c 2022-07-01)'" in result.stderr
+    assert "https://rustup.rs" in result.stderr
