@@ -25,7 +25,7 @@
 #      auditwheel show on the result.
 #
 # Interpreters: CPython 3.11, 3.12 and 3.13 from the host (pyenv: python3.X),
-# and, as root, CPython 3.14 from a Debian sid chroot (mmdebstrap, cached in
+# and, as root, CPython 3.14 from a Debian forky (testing) chroot (mmdebstrap, cached in
 # $CB3_WHEELS_CACHE) -- Debian is the only source of a 3.14 here.
 # PyPy: not built as a wheel (see docs/wheels.md).
 #
@@ -146,11 +146,11 @@ for version in $PYTHONS; do
         set_cross_env "$version" "$arch"
         if [ "$version" = 3.14 ]; then
             if [ "$(id -u)" != 0 ]; then
-                log "skipped: CPython 3.14 wheels need root (a Debian sid chroot); run as root: sudo bash scripts/build-wheels.sh"
+                log "skipped: CPython 3.14 wheels need root (a Debian forky (testing) chroot); run as root: sudo bash scripts/build-wheels.sh"
                 continue
             fi
-            ensure_chroot sid amd64 "$SID_AMD64_PACKAGES" >/dev/null
-            build_wheel "$version" "$arch" chroot_build sid amd64 "$version" "$arch" "${STATICLIB[$arch]}" || status=1
+            ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
+            build_wheel "$version" "$arch" chroot_build "$PY314_SUITE" amd64 "$version" "$arch" "${STATICLIB[$arch]}" || status=1
         elif command -v "python$version" >/dev/null && "python$version" -c '' 2>/dev/null; then
             build_wheel "$version" "$arch" host_build "$version" "$arch" || status=1
         else

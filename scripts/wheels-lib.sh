@@ -18,10 +18,11 @@ TOOLS=${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}
 if [ "$(id -u)" = 0 ]; then CACHE=${CB3_WHEELS_CACHE:-/var/cache/cb3-wheels}; else CACHE=${CB3_WHEELS_CACHE:-$HOME/.cache/cb3-wheels}; fi
 TOOLS_VENV=$TOOLS/wheel-tools
 ZIG_CACHE=$CACHE/zig-cache
-# The chroots' packages. sid/amd64: CPython 3.14 to build its x86_64 wheel
+# The chroots' packages. Debian forky (testing)/amd64: CPython 3.14 to build its x86_64 wheel
 # and run the full suite (the C tools are what the host has for the tests
 # that compile against the wheel's C API; aarch64 binutils: setup.py strips the aarch64 libcb3.a).
-SID_AMD64_PACKAGES=python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc,g++,libc6-dev,b3sum,pkgconf,binutils-aarch64-linux-gnu
+PY314_SUITE=forky
+PY314_PACKAGES=python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc,g++,libc6-dev,b3sum,pkgconf,binutils-aarch64-linux-gnu
 
 case "$CACHE" in "$REPO"/*) echo "CB3_WHEELS_CACHE must be outside the repository" >&2; exit 1 ;; esac
 
@@ -164,7 +165,7 @@ ensure_chroot() {  # ensure_chroot SUITE ARCH PACKAGES [VARIANT]
         command -v mmdebstrap >/dev/null || apt_install mmdebstrap
         local t0=$SECONDS
         rm -rf "$root" "$root.partial"
-        # Check-Valid-Until: the mirror this machine reaches can serve sid's
+        # Check-Valid-Until: the mirror this machine reaches can serve testing's
         # Release file past its Valid-Until date (seen: "expired").
         mmdebstrap --quiet --arch="$arch" --variant="$variant" --aptopt='Acquire::Check-Valid-Until "false"' \
             --include="$packages" "$suite" "$root.partial" "$DEBIAN_MIRROR" >&2

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Builds cb3's wheels (scripts/build-wheels.sh) and tests each one in a fresh
 # environment of its interpreter, with no Rust toolchain on PATH:
-#   - x86_64, CPython 3.11/3.12/3.13 (host) and 3.14 (Debian sid chroot):
+#   - x86_64, CPython 3.11/3.12/3.13 (host) and 3.14 (Debian forky chroot):
 #     the full test suite from the unpacked sdist, less the three tests that
 #     test the Rust sources rather than the wheel (they run in scripts/test.sh's
 #     source build): tests/c/run.sh (cargo), rustc's native-static-libs and the
 #     cbindgen drift check;
-#   - aarch64, CPython 3.11 (bookworm), 3.13 (trixie), 3.14 (sid) in arm64
+#   - aarch64, CPython 3.11 (bookworm), 3.13 (trixie), 3.14 (forky) in arm64
 #     chroots under qemu-user-static: `python -m cb3` and the known-answer and
 #     cross-check subset ($EMULATED_TESTS), with cb3.simd_backend() == "neon";
 #   - every x86 SIMD path: the same subset with the CPython 3.11 wheel under
 #     `qemu-x86_64 -cpu` qemu64 (SSE2), Nehalem (SSE4.1) and Haswell (AVX2),
 #     and natively (AVX-512 where the CPU has it), each checking
 #     cb3.simd_backend().
-# Writes $CB3_WHEEL_DIR/rows.json (per interpreter and architecture: built,
-# wheel tag, tests passed/failed/skipped) for the README table
-# (scripts/wheel_table.py). Needs root (chroots, binfmt_misc); without root it
+# Records one row per test run in $CB3_MATRIX_DIR (default .test/matrix) for
+# the README's interpreter table (scripts/matrix.py: interpreter, arch, wheel
+# tag, passed/skipped/failed). Needs root (chroots, binfmt_misc); without root it
 # prints how to run it and exits 0.
 #
 #   sudo bash scripts/wheels.sh
@@ -79,29 +79,18 @@ pin() {  # pin NAME -> NAME==VERSION from tests/requirements.txt
 SUBSET_PINS=()
 for dep in "${SUBSET_DEPS[@]}"; do SUBSET_PINS+=("$(pin "$dep")"); done
 
-# test_row LABEL ARCH KIND SECONDS JUNIT [SIMD]: appends a row from a junit file.
-test_row() {
-    python3 - "$ROWS" "$@" <<'EOF'
-import json, sys, xml.etree.ElementTree as ET
-path, label, arch, kind, seconds, junit, *simd = sys.argv[1:]
-counts = {"passed": 0, "failed": 0, "skipped": 0}
-try:
-    root = ET.parse(junit).getroot()
-    for suite in ([root] if root.tag == "testsuite" else root.iter("testsuite")):
-        total, failures, errors, skipped = (int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
-        counts["passed"] += total - failures - errors - skipped
-        counts["failed"] += failures + errors
-        counts["skipped"] += skipped
-except (OSError, ET.ParseError):
-    counts["failed"] = -1  # pytest did not run to the end
-row = {"interpreter": label, "arch": arch, "tests": kind, "seconds": int(seconds), **counts}
-if simd:
-    row["simd"] = simd[0]
-with open(path, "a", encoding="utf-8") as f:
-    f.write(json.dumps(row) + "\n")
-print(f"{label} {arch} {kind}: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped ({seconds} s)")
-EOF
+# record_row INFO_JSON WHERE MODE WHEEL SECONDS JUNIT: one row of the README's
+# interpreter table (scripts/matrix.py); INFO_JSON is what `matrix.py describe`
+# printed when run by the interpreter under test.
+record_row() {
+    local tag
+    tag=$(basename "$4" .whl | sed -E 's/^cb3-[^-]+-([^-]+-[^-]+)-.*(manylinux_[0-9]+_[0-9]+_[a-z0-9_]+).*$/\1-\2/')
+    python3 "$REPO/scripts/matrix.py" record --dir "$MATRIX" --info "$1" --where "$2" --mode "$3" \
+        --built "wheel, no Rust" --wheel "$tag" --junit "$6" --seconds "tests=$5" ||
+        { log "no test results for $2 $3 ($6)"; status=1; }
 }
+MATRIX=${CB3_MATRIX_DIR:-$REPO/.test/matrix}
+DESCRIBE=$(cat "$REPO/scripts/matrix.py")
 
 wheel_for() {  # wheel_for VERSION ARCH
     ls "$OUT"/dist/cb3-*-cp"${1/./}"-cp"${1/./}"-*"$2".whl 2>/dev/null | head -1
@@ -130,17 +119,18 @@ host_full_suite() {  # host_full_suite VERSION
         >"$OUT/pytest-$version-x86_64.log" 2>&1) || rc=$?
     tail -3 "$OUT/pytest-$version-x86_64.log" >&2
     [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
-    test_row "CPython $version" x86_64 full $((SECONDS - t0)) "$junit" "$(cd "$OUT" && "${run[@]}" python -P -c 'import cb3; print(cb3.simd_backend())')"
+    record_row "$(cd "$OUT" && "${run[@]}" python -P -c "$DESCRIBE" describe)" "host (pyenv), fresh venv" \
+        "full suite less 3 Rust-source tests" "$wheel" $((SECONDS - t0)) "$junit"
 }
 
-# CPython 3.14 (not on the host): the same in the Debian sid chroot that built
+# CPython 3.14 (not on the host): the same in the Debian forky chroot that built
 # its wheel, which has gcc, g++, b3sum and pkgconf for the tests that compile
 # against the wheel's C API; pip there installs from PyPI.
 chroot_full_suite() {  # chroot_full_suite VERSION SUITE
     local version=$1 suite=$2 wheel root venv=/opt/cb3-test t0=$SECONDS rc=0
     wheel=$(wheel_for "$version" x86_64)
     [ -n "$wheel" ] || { log "CPython $version x86_64: no wheel to test"; status=1; return; }
-    root=$(ensure_chroot "$suite" amd64 "$SID_AMD64_PACKAGES")
+    root=$(ensure_chroot "$suite" amd64 "$PY314_PACKAGES")
     rm -rf "${root:?}$venv" "$OUT/junit/$version-x86_64.xml" && mkdir -p "$OUT/junit" "$root/build/dist"
     cp "$wheel" "$root/build/dist/"
     in_root "$root" "" "python$version" -m venv "$venv"
@@ -153,13 +143,13 @@ chroot_full_suite() {  # chroot_full_suite VERSION SUITE
         >"$OUT/pytest-$version-x86_64.log" 2>&1 || rc=$?
     tail -3 "$OUT/pytest-$version-x86_64.log" >&2
     [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
-    test_row "CPython $version" x86_64 full $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml" \
-        "$(in_root "$root" "" "$venv/bin/python" -P -c 'import cb3; print(cb3.simd_backend())')"
+    record_row "$(in_root "$root" "" "$venv/bin/python" -P -c "$DESCRIBE" describe)" "Debian $suite chroot, fresh venv" \
+        "full suite less 3 Rust-source tests" "$wheel" $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml"
 }
 
 for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14}}; do
     if [ "$version" = 3.14 ]; then
-        chroot_full_suite 3.14 sid
+        chroot_full_suite 3.14 "$PY314_SUITE"
         continue
     fi
     command -v "python$version" >/dev/null || { log "skipped: python$version is not installed"; continue; }
@@ -190,7 +180,10 @@ simd_runs() {
             "${EMULATED_TESTS[@]}" -k "not test_chacha.py or $EMULATED_CHACHA_K" --junitxml="$junit" \
             >"$OUT/pytest-simd-$expect.log" 2>&1) || rc=$?
         [ $rc = 0 ] || { tail -20 "$OUT/pytest-simd-$expect.log" >&2; status=1; }
-        test_row "CPython 3.11 ($cpu CPU)" x86_64 "subset" $((SECONDS - t0)) "$junit" "$expect"
+        local where="host (pyenv), native CPU"
+        [ "$cpu" = native ] || where="host (pyenv) under qemu-x86_64 -cpu $cpu"
+        record_row "$(cd "$OUT" && env -i PATH="$NO_RUST_PATH" "${prefix[@]}" "$venv/bin/python" -P -c "$DESCRIBE" describe 2>/dev/null)" \
+            "$where" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
     done
 }
 [ -n "${CB3_WHEEL_SKIP_SIMD:-}" ] || simd_runs
@@ -221,12 +214,12 @@ arm64_subset() {  # arm64_subset VERSION SUITE
         >"$OUT/pytest-$version-aarch64.log" 2>&1 || rc=$?
     tail -2 "$OUT/pytest-$version-aarch64.log" >&2
     [ $rc = 0 ] || { tail -30 "$OUT/pytest-$version-aarch64.log" >&2; status=1; }
-    test_row "CPython $version" aarch64 subset $((SECONDS - t0)) "$junit" neon
+    record_row "$(in_root "$root" "" "$venv/bin/python" -P -c "$DESCRIBE" describe)" \
+        "Debian $suite arm64 chroot, qemu-user" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
 }
-for pair in ${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:sid}; do
+for pair in ${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}; do
     arm64_subset "${pair%%:*}" "${pair#*:}"
 done
 
-python3 "$REPO/scripts/wheel_table.py" --rows "$OUT" --json "$OUT/rows.json" >/dev/null
-log "done ($((SECONDS - START)) s): $OUT/rows.json"
+log "done ($((SECONDS - START)) s): rows in $MATRIX (python3 scripts/matrix.py table)"
 exit $status
