@@ -109,7 +109,7 @@ host_full_suite() {  # host_full_suite VERSION
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$SRC/tests/requirements.txt"
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary :all: "$wheel"
     # No cargo/rustc on PATH and a HOME without ~/.cargo: the wheel must need no Rust.
-    local run=(env -i PATH="$venv/bin:$NO_RUST_PATH" HOME="$OUT/home" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1)
+    local run=(env -i PATH="$venv/bin:$NO_RUST_PATH" HOME="$OUT/home" LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 ${TMPDIR:+TMPDIR=$TMPDIR})
     if "${run[@]}" sh -c 'command -v cargo || command -v rustc'; then
         log "error: a Rust toolchain is still reachable"; status=1; return
     fi
