@@ -64,7 +64,7 @@ log "tools ready ($((SECONDS - t0)) s): zig $("$ZIG" version), auditwheel $AUDIT
 
 # ---- 1. sdist -----------------------------------------------------------------
 t0=$SECONDS
-BUILD_VENV_311=$(ensure_build_venv python3.11)
+BUILD_VENV_311=$(ensure_build_venv "$(find_python 3.11)")
 "$BUILD_VENV_311/bin/python" -m build --sdist --no-isolation --outdir "$OUT/dist" "$REPO" >"$OUT/sdist.log" 2>&1 ||
     { cat "$OUT/sdist.log" >&2; exit 1; }
 SDIST=$(ls "$OUT"/dist/cb3-*.tar.gz)
@@ -134,7 +134,7 @@ EOF
 # from the build venv, no build isolation (the venv pins setuptools).
 host_build() {  # host_build VERSION ARCH
     local version=$1 arch=$2 venv
-    venv=$(ensure_build_venv "python$version")
+    venv=$(ensure_build_venv "$(find_python "$version")")
     env "${CROSS_ENV[@]}" CB3_STATICLIB="${STATICLIB[$arch]}" \
         "$venv/bin/python" -m pip wheel --no-deps --no-build-isolation --disable-pip-version-check \
         -w "$OUT/raw/$version-$arch" "$SRC"
@@ -151,7 +151,7 @@ for version in $PYTHONS; do
             fi
             ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
             build_wheel "$version" "$arch" chroot_build "$PY314_SUITE" amd64 "$version" "$arch" "${STATICLIB[$arch]}" || status=1
-        elif command -v "python$version" >/dev/null && "python$version" -c '' 2>/dev/null; then
+        elif find_python "$version" >/dev/null; then
             build_wheel "$version" "$arch" host_build "$version" "$arch" || status=1
         else
             log "skipped: python$version is not installed"

@@ -76,6 +76,19 @@ EOF
     ln -sf "$(command -v aarch64-linux-gnu-strip || echo /usr/bin/aarch64-linux-gnu-strip)" "$CACHE/bin-aarch64/strip"
 }
 
+# find_python VERSION -> prints a runnable python$VERSION (PATH, else pyenv's
+# versions directory: a pyenv shim of a version that is not selected fails).
+find_python() {
+    local candidate
+    for candidate in "$(command -v "python$1" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/"python$1"; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c '' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
 ensure_rust_target() {  # ensure_rust_target ARCH
     rustup target list --installed 2>/dev/null | grep -qx "$1-unknown-linux-gnu" ||
         rustup target add "$1-unknown-linux-gnu" >/dev/null
@@ -235,7 +248,13 @@ chroot_build() {
         in_root "$root" "" "$venv/bin/pip" install -q $BUILD_VENV_PINS
         echo "$BUILD_VENV_PINS" >"$root$venv/.pins"
     fi
+    # Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>
+    # from the multiarch include directory, which zig (its own libc headers)
+    # does not search: a directory holding only that is added.
+    mkdir -p "$root/opt/cb3-pyinc/x86_64-linux-gnu"
+    ln -sfn "/usr/include/x86_64-linux-gnu/python$version" "$root/opt/cb3-pyinc/x86_64-linux-gnu/python$version"
     set_cross_env "$version" "$target" /opt/cb3-cache /opt/zig/zig
+    CROSS_ENV+=(CFLAGS="-idirafter /opt/cb3-pyinc")
     in_root "$root" "$SRC:/build/src,$OUT/raw/$version-$target:/build/out,$(dirname "$ZIG"):/opt/zig,$CACHE:/opt/cb3-cache,$(dirname "$staticlib"):/opt/staticlib" \
         "${CROSS_ENV[@]}" CB3_STATICLIB=/opt/staticlib/libcb3.a \
         "$venv/bin/python" -m pip wheel --no-deps --no-build-isolation -w /build/out /build/src

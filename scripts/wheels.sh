@@ -90,7 +90,7 @@ record_row() {
         { log "no test results for $2 $3 ($6)"; status=1; }
 }
 MATRIX=${CB3_MATRIX_DIR:-$REPO/.test/matrix}
-DESCRIBE=$(cat "$REPO/scripts/matrix.py")
+DESCRIBE=$REPO/scripts/matrix.py  # in the chroots: /build/scripts/matrix.py
 
 wheel_for() {  # wheel_for VERSION ARCH
     ls "$OUT"/dist/cb3-*-cp"${1/./}"-cp"${1/./}"-*"$2".whl 2>/dev/null | head -1
@@ -105,7 +105,7 @@ host_full_suite() {  # host_full_suite VERSION
     junit=$OUT/junit-$version-x86_64.xml
     rm -rf "$venv" "$junit" "$OUT/home"
     mkdir -p "$OUT/home"
-    "python$version" -m venv "$venv"
+    "$(find_python "$version")" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$SRC/tests/requirements.txt"
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary :all: "$wheel"
     # No cargo/rustc on PATH and a HOME without ~/.cargo: the wheel must need no Rust.
@@ -119,7 +119,7 @@ host_full_suite() {  # host_full_suite VERSION
         >"$OUT/pytest-$version-x86_64.log" 2>&1) || rc=$?
     tail -3 "$OUT/pytest-$version-x86_64.log" >&2
     [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
-    record_row "$(cd "$OUT" && "${run[@]}" python -P -c "$DESCRIBE" describe)" "host (pyenv), fresh venv" \
+    record_row "$(cd "$OUT" && "${run[@]}" python -P "$DESCRIBE" describe)" "host (pyenv), fresh venv" \
         "full suite less 3 Rust-source tests" "$wheel" $((SECONDS - t0)) "$junit"
 }
 
@@ -143,7 +143,7 @@ chroot_full_suite() {  # chroot_full_suite VERSION SUITE
         >"$OUT/pytest-$version-x86_64.log" 2>&1 || rc=$?
     tail -3 "$OUT/pytest-$version-x86_64.log" >&2
     [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
-    record_row "$(in_root "$root" "" "$venv/bin/python" -P -c "$DESCRIBE" describe)" "Debian $suite chroot, fresh venv" \
+    record_row "$(in_root "$root" "$REPO/scripts:/build/scripts" "$venv/bin/python" -P /build/scripts/matrix.py describe)" "Debian $suite chroot, fresh venv" \
         "full suite less 3 Rust-source tests" "$wheel" $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml"
 }
 
@@ -152,7 +152,7 @@ for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14}};
         chroot_full_suite 3.14 "$PY314_SUITE"
         continue
     fi
-    command -v "python$version" >/dev/null || { log "skipped: python$version is not installed"; continue; }
+    find_python "$version" >/dev/null || { log "skipped: python$version is not installed"; continue; }
     host_full_suite "$version"
 done
 
@@ -164,7 +164,7 @@ simd_runs() {
     wheel=$(wheel_for 3.11 x86_64)
     [ -n "$wheel" ] || { log "SIMD: no CPython 3.11 x86_64 wheel"; status=1; return; }
     rm -rf "$venv"
-    python3.11 -m venv "$venv"
+    "$(find_python 3.11)" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "${SUBSET_PINS[@]/numpy==*/numpy==2.2.6}"
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheel"
     local native
@@ -182,7 +182,7 @@ simd_runs() {
         [ $rc = 0 ] || { tail -20 "$OUT/pytest-simd-$expect.log" >&2; status=1; }
         local where="host (pyenv), native CPU"
         [ "$cpu" = native ] || where="host (pyenv) under qemu-x86_64 -cpu $cpu"
-        record_row "$(cd "$OUT" && env -i PATH="$NO_RUST_PATH" "${prefix[@]}" "$venv/bin/python" -P -c "$DESCRIBE" describe 2>/dev/null)" \
+        record_row "$(cd "$OUT" && env -i PATH="$NO_RUST_PATH" "${prefix[@]}" "$venv/bin/python" -P "$DESCRIBE" describe 2>/dev/null)" \
             "$where" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
     done
 }
@@ -214,7 +214,7 @@ arm64_subset() {  # arm64_subset VERSION SUITE
         >"$OUT/pytest-$version-aarch64.log" 2>&1 || rc=$?
     tail -2 "$OUT/pytest-$version-aarch64.log" >&2
     [ $rc = 0 ] || { tail -30 "$OUT/pytest-$version-aarch64.log" >&2; status=1; }
-    record_row "$(in_root "$root" "" "$venv/bin/python" -P -c "$DESCRIBE" describe)" \
+    record_row "$(in_root "$root" "$REPO/scripts:/build/scripts" "$venv/bin/python" -P /build/scripts/matrix.py describe)" \
         "Debian $suite arm64 chroot, qemu-user" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
 }
 for pair in ${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}; do
