@@ -53,7 +53,10 @@ START=$SECONDS
 log() { printf '[build-wheels %4ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 
 mkdir -p "$OUT" "$CACHE"
-rm -rf "$OUT/dist" "$OUT/src" "$OUT/raw" && mkdir -p "$OUT/dist" "$OUT/src" "$OUT/raw"
+rm -rf "$OUT/dist" "$OUT/src" "$OUT/raw" "$OUT/tmp" && mkdir -p "$OUT/dist" "$OUT/src" "$OUT/raw" "$OUT/tmp"
+# pip's and setuptools' temporary files: private (a shared /tmp being
+# cleaned under a running build was seen here).
+export TMPDIR=$OUT/tmp
 : >"$ROWS"
 
 # ---- tools ------------------------------------------------------------------

@@ -248,11 +248,15 @@ chroot_build() {
         in_root "$root" "" "$venv/bin/pip" install -q $BUILD_VENV_PINS
         echo "$BUILD_VENV_PINS" >"$root$venv/.pins"
     fi
-    # Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>
-    # from the multiarch include directory, which zig (its own libc headers)
-    # does not search: a directory holding only that is added.
-    mkdir -p "$root/opt/cb3-pyinc/x86_64-linux-gnu"
-    ln -sfn "/usr/include/x86_64-linux-gnu/python$version" "$root/opt/cb3-pyinc/x86_64-linux-gnu/python$version"
+    # Debian's pyconfig.h includes <$multiarch/python3.X/pyconfig.h> from the
+    # multiarch include directory, which zig (its own libc headers) does not
+    # search: a directory holding only that is added. For aarch64 it is the
+    # x86_64 one, as for the host's interpreters (same LP64 Linux config).
+    local multiarch
+    for multiarch in x86_64-linux-gnu aarch64-linux-gnu; do
+        mkdir -p "$root/opt/cb3-pyinc/$multiarch"
+        ln -sfn "/usr/include/x86_64-linux-gnu/python$version" "$root/opt/cb3-pyinc/$multiarch/python$version"
+    done
     set_cross_env "$version" "$target" /opt/cb3-cache /opt/zig/zig
     CROSS_ENV+=(CFLAGS="-idirafter /opt/cb3-pyinc")
     in_root "$root" "$SRC:/build/src,$OUT/raw/$version-$target:/build/out,$(dirname "$ZIG"):/opt/zig,$CACHE:/opt/cb3-cache,$(dirname "$staticlib"):/opt/staticlib" \

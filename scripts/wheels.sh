@@ -67,8 +67,6 @@ if [ -z "${CB3_WHEEL_SKIP_BUILD:-}" ]; then
 fi
 ensure_wheel_tools
 SRC=$(ls -d "$OUT"/src/cb3-*)
-ROWS=$OUT/test-rows.jsonl
-: >"$ROWS"
 status=0
 
 pin() {  # pin NAME -> NAME==VERSION from tests/requirements.txt
@@ -95,6 +93,48 @@ DESCRIBE=$REPO/scripts/matrix.py  # in the chroots: /build/scripts/matrix.py
 wheel_for() {  # wheel_for VERSION ARCH
     ls "$OUT"/dist/cb3-*-cp"${1/./}"-cp"${1/./}"-*"$2".whl 2>/dev/null | head -1
 }
+
+# ---- aarch64 in arm64 chroots under qemu ------------------------------------------------
+# The environment: a venv made by the chroot's python (--without-pip: ensurepip
+# under emulation takes minutes), into which the host's pip installs the
+# aarch64 wheels (--platform/--target: what the chroot's pip would unpack).
+arm64_subset() {  # arm64_subset VERSION SUITE
+    local version=$1 suite=$2 root wheel venv=/opt/cb3-test t0=$SECONDS junit rc=0 site tag=cp${1/./}
+    wheel=$(wheel_for "$version" aarch64)
+    [ -n "$wheel" ] || { log "CPython $version aarch64: no wheel to test"; status=1; return; }
+    root=$(ensure_chroot "$suite" arm64 "python$version,python$version-venv,dash,coreutils,libstdc++6" extract)
+    rm -rf "${root:?}$venv" && mkdir -p "$OUT/junit"
+    in_root "$root" "" "python$version" -m venv --without-pip "$venv"
+    site=$root$venv/lib/python$version/site-packages
+    local platforms=()
+    for glibc in 2_17 2_24 2_26 2_27 2_28 2_31 2_34 2_35; do platforms+=(--platform "manylinux_${glibc}_aarch64"); done
+    "$TOOLS_VENV/bin/pip" install -q --disable-pip-version-check --target "$site" --only-binary :all: \
+        --python-version "$version" --implementation cp --abi "$tag" "${platforms[@]}" --platform manylinux2014_aarch64 \
+        "${SUBSET_PINS[@]}" "$wheel"
+    junit=$OUT/junit/$version-aarch64.xml
+    in_root "$root" "$SRC:/build/src,$OUT/junit:/build/junit" sh -c "cd /tmp && $venv/bin/python -P -m cb3" \
+        >"$OUT/selfcheck-$version-aarch64.log" 2>&1 || { cat "$OUT/selfcheck-$version-aarch64.log" >&2; status=1; }
+    in_root "$root" "$SRC:/build/src,$OUT/junit:/build/junit" env CB3_EXPECT_SIMD=neon \
+        sh -c 'cd /build/src && exec "$@"' sh "$venv/bin/python" -P -m pytest -q -p no:cacheprovider \
+        "${EMULATED_TESTS[@]}" -k "not test_chacha.py or $EMULATED_CHACHA_K" --junitxml="/build/junit/$version-aarch64.xml" \
+        >"$OUT/pytest-$version-aarch64.log" 2>&1 || rc=$?
+    tail -2 "$OUT/pytest-$version-aarch64.log" >&2
+    [ $rc = 0 ] || { tail -30 "$OUT/pytest-$version-aarch64.log" >&2; status=1; }
+    record_row "$(in_root "$root" "$REPO/scripts:/build/scripts" "$venv/bin/python" -P /build/scripts/matrix.py describe)" \
+        "Debian $suite arm64 chroot, qemu-user" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
+}
+# Emulation is one thread per process: the aarch64 runs go on beside the
+# x86_64 ones (2 cores), in the background, with their own log.
+arm64_all() {
+    for pair in ${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}; do
+        arm64_subset "${pair%%:*}" "${pair#*:}"
+    done
+    echo "$status" >"$OUT/arm64.status"
+}
+rm -f "$OUT/arm64.status"
+arm64_all >"$OUT/arm64.log" 2>&1 &
+ARM64_PID=$!
+
 
 # ---- x86_64: full suite, fresh venv, no Rust ---------------------------------------
 host_full_suite() {  # host_full_suite VERSION
@@ -188,38 +228,8 @@ simd_runs() {
 }
 [ -n "${CB3_WHEEL_SKIP_SIMD:-}" ] || simd_runs
 
-# ---- aarch64 in arm64 chroots under qemu ------------------------------------------------
-# The environment: a venv made by the chroot's python (--without-pip: ensurepip
-# under emulation takes minutes), into which the host's pip installs the
-# aarch64 wheels (--platform/--target: what the chroot's pip would unpack).
-arm64_subset() {  # arm64_subset VERSION SUITE
-    local version=$1 suite=$2 root wheel venv=/opt/cb3-test t0=$SECONDS junit rc=0 site tag=cp${1/./}
-    wheel=$(wheel_for "$version" aarch64)
-    [ -n "$wheel" ] || { log "CPython $version aarch64: no wheel to test"; status=1; return; }
-    root=$(ensure_chroot "$suite" arm64 "python$version,python$version-venv,dash,coreutils,libstdc++6" extract)
-    rm -rf "${root:?}$venv" && mkdir -p "$OUT/junit"
-    in_root "$root" "" "python$version" -m venv --without-pip "$venv"
-    site=$root$venv/lib/python$version/site-packages
-    local platforms=()
-    for glibc in 2_17 2_24 2_26 2_27 2_28 2_31 2_34 2_35; do platforms+=(--platform "manylinux_${glibc}_aarch64"); done
-    "$TOOLS_VENV/bin/pip" install -q --disable-pip-version-check --target "$site" --only-binary :all: \
-        --python-version "$version" --implementation cp --abi "$tag" "${platforms[@]}" --platform manylinux2014_aarch64 \
-        "${SUBSET_PINS[@]}" "$wheel"
-    junit=$OUT/junit/$version-aarch64.xml
-    in_root "$root" "$SRC:/build/src,$OUT/junit:/build/junit" sh -c "cd /tmp && $venv/bin/python -P -m cb3" \
-        >"$OUT/selfcheck-$version-aarch64.log" 2>&1 || { cat "$OUT/selfcheck-$version-aarch64.log" >&2; status=1; }
-    in_root "$root" "$SRC:/build/src,$OUT/junit:/build/junit" env CB3_EXPECT_SIMD=neon \
-        sh -c 'cd /build/src && exec "$@"' sh "$venv/bin/python" -P -m pytest -q -p no:cacheprovider \
-        "${EMULATED_TESTS[@]}" -k "not test_chacha.py or $EMULATED_CHACHA_K" --junitxml="/build/junit/$version-aarch64.xml" \
-        >"$OUT/pytest-$version-aarch64.log" 2>&1 || rc=$?
-    tail -2 "$OUT/pytest-$version-aarch64.log" >&2
-    [ $rc = 0 ] || { tail -30 "$OUT/pytest-$version-aarch64.log" >&2; status=1; }
-    record_row "$(in_root "$root" "$REPO/scripts:/build/scripts" "$venv/bin/python" -P /build/scripts/matrix.py describe)" \
-        "Debian $suite arm64 chroot, qemu-user" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
-}
-for pair in ${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}; do
-    arm64_subset "${pair%%:*}" "${pair#*:}"
-done
-
+wait "$ARM64_PID" || true
+cat "$OUT/arm64.log" >&2
+[ "$(cat "$OUT/arm64.status" 2>/dev/null)" = 0 ] || status=1
 log "done ($((SECONDS - START)) s): rows in $MATRIX (python3 scripts/matrix.py table)"
 exit $status
