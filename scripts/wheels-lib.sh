@@ -186,6 +186,15 @@ ensure_chroot() {  # ensure_chroot SUITE ARCH PACKAGES [VARIANT]
         echo "$recipe" >"$root/.cb3-chroot"
         echo "created the $suite/$arch chroot in $((SECONDS - t0)) s" >&2
     fi
+    # Merged /usr (trixie and later ship /usr/lib/ld-linux-*.so.1 only): an
+    # "extract" chroot gets no /lib -> usr/lib links, which the loader needs.
+    if [ "$variant" = extract ]; then
+        local d
+        for d in bin sbin lib; do
+            [ -e "$root/$d" ] || [ -L "$root/$d" ] || ln -s "usr/$d" "$root/$d"
+        done
+    fi
+    mkdir -p "$root/etc"
     cp -L /etc/resolv.conf /etc/hosts "$root/etc/" 2>/dev/null || true
     if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null &&
         ! diff -rq /usr/local/share/ca-certificates "$root/usr/local/share/ca-certificates" >/dev/null 2>&1; then
