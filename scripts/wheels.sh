@@ -223,7 +223,7 @@ simd_runs() {
         local where="host (pyenv), native CPU"
         [ "$cpu" = native ] || where="host (pyenv) under qemu-x86_64 -cpu $cpu"
         record_row "$(cd "$OUT" && env -i PATH="$NO_RUST_PATH" "${prefix[@]}" "$venv/bin/python" -P "$DESCRIBE" describe 2>/dev/null)" \
-            "$where" "vectors + cross-checks" "$wheel" $((SECONDS - t0)) "$junit"
+            "$where" "vectors + cross-checks, SIMD path $expect" "$wheel" $((SECONDS - t0)) "$junit"
     done
 }
 [ -n "${CB3_WHEEL_SKIP_SIMD:-}" ] || simd_runs
