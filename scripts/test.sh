@@ -14,11 +14,15 @@
 #      built from hpy 0.9.0's sdist plus the vendored ctx_type.c patch
 #   9. CPython 3.14 (Debian forky chroot) and PyPy 3.11 (Debian trixie chroot):
 #      scripts/chroot-test.sh; root only, skipped with a message otherwise
+#  10. wheels: scripts/wheels.sh builds the sdist and manylinux_2_17 wheels
+#      (x86_64, aarch64; CPython 3.11-3.14) and tests each in a fresh
+#      environment without Rust (aarch64 under qemu, x86 SIMD paths under
+#      qemu-x86_64 -cpu); root only, skipped with a message otherwise
 # Each step prints its time; each pytest run records a row of the README's
 # interpreter table in .test/matrix (python3 scripts/matrix.py readme copies
 # the table into README.md).
 # Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1, CB3_SKIP_PY314=1,
-#        CB3_SKIP_PYENV=1 skip steps 9 and 7-8)
+#        CB3_SKIP_PYENV=1, CB3_SKIP_WHEELS=1 skip steps 9, 7-8 and 10)
 # Disk: about 2.5 GB outside the tracked files (README, "Running the tests").
 set -euo pipefail
 
@@ -208,6 +212,15 @@ run_chroot() {
 }
 run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
 run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
+
+step "wheels: build manylinux_2_17 wheels (x86_64, aarch64) and the sdist, test them without Rust (scripts/wheels.sh)"
+if [[ -n "${CB3_SKIP_WHEELS:-}" ]]; then
+    echo "skipped (CB3_SKIP_WHEELS is set)"
+elif [[ "$(id -u)" != 0 ]]; then
+    echo "skipped: needs root (Debian chroots, qemu-user binfmt_misc); run: sudo bash scripts/wheels.sh"
+else
+    CB3_MATRIX_DIR="$MATRIX" CB3_WHEEL_DIR="$WORK/wheels" bash scripts/wheels.sh
+fi
 
 step "interpreter table (.test/matrix.md; python3 scripts/matrix.py readme puts it into README.md)"
 "$PYTHON" scripts/matrix.py table --dir "$MATRIX" | tee "$WORK/matrix.md"
