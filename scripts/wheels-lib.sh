@@ -73,7 +73,12 @@ EOF
     chmod +x "$CACHE/bin/zig-cc" "$CACHE/bin/zig-ar"
     # binutils' strip for the target's objects (setup.py strips the shipped libcb3.a).
     mkdir -p "$CACHE/bin-aarch64"
-    ln -sf "$(command -v aarch64-linux-gnu-strip || echo /usr/bin/aarch64-linux-gnu-strip)" "$CACHE/bin-aarch64/strip"
+    # setup.py strips (strip) and seals (ld -r, objcopy, nm, ar) the aarch64
+    # libcb3.a with these: PATH puts this directory first for aarch64 builds.
+    local tool
+    for tool in strip ld objcopy nm ar; do
+        ln -sf "/usr/bin/aarch64-linux-gnu-$tool" "$CACHE/bin-aarch64/$tool"
+    done
 }
 
 # find_python VERSION -> prints a runnable python$VERSION (PATH, else pyenv's

@@ -47,5 +47,8 @@ def test_readme_block(line, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = types.ModuleType("__main__")
     module.__file__ = str(tmp_path / f"readme_{line}.py")
+    # A real file: process pools that start workers by spawn or forkserver
+    # (the default from CPython 3.14) import the main module from it.
+    (tmp_path / f"readme_{line}.py").write_text(code, encoding="utf-8")
     monkeypatch.setitem(sys.modules, "__main__", module)
     exec(compile(code, f"README.md:{line}", "exec"), module.__dict__)
