@@ -247,13 +247,16 @@ class EncryptingWriter(_PlaintextFile):
 
     # -- io plumbing
     def writable(self) -> bool:
+        """True: a writer takes plaintext."""
         self._check_open()
         return True
 
     def readable(self) -> bool:
+        """False: a writer cannot be read."""
         return False
 
     def seekable(self) -> bool:
+        """False: a writer only appends."""
         return False
 
     def _seal(self, data: memoryview, last: bool, background: _BackgroundWriter | None = None) -> None:
@@ -420,17 +423,21 @@ class DecryptingReader(_PlaintextFile):
 
     # -- io plumbing
     def readable(self) -> bool:
+        """True: a reader returns verified plaintext."""
         self._check_open()
         return True
 
     def writable(self) -> bool:
+        """False: a reader cannot be written."""
         return False
 
     def seekable(self) -> bool:
+        """Whether ``seek`` works: when the source file is seekable."""
         self._check_open()
         return self._seekable
 
     def close(self) -> None:
+        """Releases the reader's buffers; the source file stays open."""
         if not self.closed:
             if hasattr(self, "_plain_view"):  # not when __init__ failed
                 self._plain_view[:] = bytes(len(self._plain))  # wipe buffered plaintext
