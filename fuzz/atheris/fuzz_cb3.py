@@ -341,9 +341,11 @@ def target_decrypt_into(fdp: atheris.FuzzedDataProvider) -> None:
 
     def expected(v: dict[str, bytes]) -> tuple[set[type[BaseException]], Any]:
         errors: set[type[BaseException]] = set()
+        if len(v["nonce"]) != 24:
+            return {ValueError}, None  # Rust checks the nonce first
         if len(v["data"]) < 32:
-            return {cb3.DecryptionError}, None  # checked before the output size
-        if len(v["buf"]) != len(v["data"]) - 32 or len(v["nonce"]) != 24:
+            return {cb3.DecryptionError}, None  # then the tag's presence, before the output size
+        if len(v["buf"]) != len(v["data"]) - 32:
             errors.add(ValueError)
         if not errors:
             pt = reference_open(key, v["nonce"], v["data"], None, v["associated_data"])
