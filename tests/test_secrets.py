@@ -232,19 +232,31 @@ def test_no_copy_of_the_key_survives_the_object(use: str) -> None:
 
 
 def _message_keys(key: bytearray, nonce: bytes) -> list[bytearray]:
-    """[enc_key, auth_key] of (key, nonce), computed in another process: the
-    only raw copies in this process are the returned bytearrays."""
+    """[enc_key, auth_key] of (key, nonce), computed in another process and
+    read from an unbuffered pipe straight into the returned bytearrays: the
+    only raw copies in this process. (Not `bytearray.fromhex`: it builds the
+    bytes in a C stack buffer first, a dead copy this test would then find.)"""
     code = "import sys, cb3; k, n = (bytes.fromhex(x) for x in sys.stdin.read().split()); "
-    code += "print(cb3.blake3(n, key=k).hexdigest(64))"
-    text = subprocess.run(
+    code += "sys.stdout.buffer.write(cb3.blake3(n, key=k).digest(64))"
+    keys = [bytearray(32), bytearray(32)]
+    with subprocess.Popen(
         [sys.executable, "-c", code],
-        input=f"{key.hex()} {nonce.hex()}",
-        capture_output=True,
-        text=True,
-        check=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        bufsize=0,
         cwd=tempfile.gettempdir(),  # import the installed cb3, not a checkout's
-    ).stdout
-    return [bytearray.fromhex(text[:64]), bytearray.fromhex(text[64:128])]
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(f"{key.hex()} {nonce.hex()}".encode())
+        proc.stdin.close()
+        for secret in keys:
+            view, got = memoryview(secret), 0
+            while got < len(secret):
+                count = proc.stdout.readinto(view[got:])
+                assert count, "the key derivation process ended early"
+                got += count
+    assert proc.returncode == 0
+    return keys
 
 
 MESSAGE_USES: dict[str, Callable[[bytearray], Any]] = {
@@ -270,6 +282,8 @@ def test_no_per_message_key_survives_the_call(use: str) -> None:
     obj = MESSAGE_USES[use](key)
     found = {name: copies_in_memory(needle) - 1 for name, needle in zip(("encryption key", "MAC key"), keys)}
     del obj
+    # After the scan, copies no longer matter: check the needles were the real keys.
+    assert cb3.blake3(NONCE, key=key).digest(64) == keys[0] + keys[1]
     for secret in (*keys, key):
         secret[:] = bytes(len(secret))
     assert found == {"encryption key": 0, "MAC key": 0}, f"per-message keys left in memory after {use}: {found}"
