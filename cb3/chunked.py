@@ -880,7 +880,12 @@ class _SealingPipeline:
         self._error: BaseException | None = None
 
     def _work(self) -> None:
-        out = bytearray(self._capacity + self._per_batch * TAG_SIZE)
+        # A worker always takes its batches and passes the turn on, even after
+        # an error (then it neither seals nor writes): no other thread waits forever.
+        try:
+            out = bytearray(self._capacity + self._per_batch * TAG_SIZE)
+        except BaseException as error:  # MemoryError
+            self._error, out = self._error or error, bytearray()
         chunked, first = self._writer._chunked, self._writer._index
         while True:
             item = self._todo.get()
@@ -915,11 +920,12 @@ class _SealingPipeline:
 
     def run(self, source: Source, progress: Callable[[int], None] | None) -> int:
         """Encrypts all of `source`; returns the plaintext bytes."""
-        threads = [threading.Thread(target=self._work, name="cb3-seal", daemon=True) for _ in range(self._workers)]
-        for thread in threads:
-            thread.start()
+        threads: list[threading.Thread] = []
         capacity, batch, total = self._capacity, 0, 0
         try:
+            for _ in range(self._workers):
+                threads.append(threading.Thread(target=self._work, name="cb3-seal", daemon=True))
+                threads[-1].start()
             buffer = self._buffer()
             got = _read_full(source, memoryview(buffer))
             while got == capacity + 1:
@@ -936,9 +942,10 @@ class _SealingPipeline:
             self._error = self._error or error
             raise
         finally:
-            for _ in threads:
+            started = [thread for thread in threads if thread.ident is not None]
+            for _ in started:
                 self._todo.put(None)
-            for thread in threads:
+            for thread in started:
                 thread.join()
             for buffer in self._buffers:
                 buffer[:] = bytes(len(buffer))  # plaintext
