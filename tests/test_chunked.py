@@ -17,6 +17,7 @@ import os
 import random
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -737,3 +738,53 @@ def test_chunk_batches_release_the_gil() -> None:
     plain = bytearray(len(data))
     assert_gil_released(lambda: engine.seal_into(0, True, data, sealed), "Chunked.seal_into")
     assert_gil_released(lambda: engine.open_into(0, True, sealed, plain), "Chunked.open_into")
+
+
+class JitterySink(io.BytesIO):
+    """A sink whose writes take varying time, so that encrypt_file's workers
+    finish their batches out of order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rng = random.Random(7)
+
+    def write(self, data: Any) -> int:
+        time.sleep(self._rng.choice([0, 0, 0.002]))
+        return super().write(data)
+
+
+class FailingSource(io.RawIOBase):
+    """A readable file that raises OSError(EIO) after `good` bytes."""
+
+    def __init__(self, data: bytes, good: int) -> None:
+        self._data, self._good, self._at = data, good, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._at >= self._good:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        n = min(len(buffer), self._good - self._at)
+        buffer[:n] = self._data[self._at : self._at + n]
+        self._at += n
+        return n
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_encrypt_file_workers_keep_the_order_and_report_errors(threads: int) -> None:
+    """encrypt_file on several threads: workers seal batches independently and
+    write them in order; a read error stops it without sealing the stream."""
+    pt = os.urandom((2 << 20) + 77)
+    expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX, chunk_size=1024)
+    sink, seen = JitterySink(), []
+    done = cb3.encrypt_file(KEY, io.BytesIO(pt), sink, chunk_size=1024, max_threads=threads,
+                            progress=seen.append, _nonce_prefix=PREFIX)
+    assert done == len(pt) and sink.getvalue() == expected
+    assert seen == sorted(seen) and seen[-1] == len(pt)
+    out = io.BytesIO()
+    with pytest.raises(OSError) as info:
+        cb3.encrypt_file(KEY, FailingSource(pt, 1 << 20), out, max_threads=threads, _nonce_prefix=PREFIX)
+    assert info.value.errno == errno.EIO
+    with pytest.raises(cb3.StreamTruncatedError):  # what was written is not a complete stream
+        cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()

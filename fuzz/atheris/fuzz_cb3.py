@@ -546,13 +546,14 @@ TARGETS: dict[str, Callable[[atheris.FuzzedDataProvider], None]] = {
 }
 
 
-def main() -> None:
+def main(targets: dict[str, Callable[[atheris.FuzzedDataProvider], None]] = TARGETS) -> None:
+    """Runs the target that argv names (fuzz_chunked.py passes its own table)."""
     if len(sys.argv) > 1 and sys.argv[1] == "--list":
-        print("\n".join(TARGETS))
+        print("\n".join(targets))
         return
-    if len(sys.argv) < 2 or sys.argv[1] not in TARGETS:
-        sys.exit(f"usage: {sys.argv[0]} {{{','.join(TARGETS)}}} [libFuzzer options] [corpus dirs]")
-    target = TARGETS[sys.argv.pop(1)]
+    if len(sys.argv) < 2 or sys.argv[1] not in targets:
+        sys.exit(f"usage: {sys.argv[0]} {{{','.join(targets)}}} [libFuzzer options] [corpus dirs]")
+    target = targets[sys.argv.pop(1)]
 
     def one_input(data: bytes) -> None:
         target(atheris.FuzzedDataProvider(data))

@@ -34,6 +34,7 @@ import atheris  # noqa: E402
 with atheris.instrument_imports(include=["cb3"]):
     import cb3  # noqa: E402
 
+import fuzz_cb3  # noqa: E402  (its driver; sys.path[0] is this directory)
 import reference  # noqa: E402
 
 KEY = bytes(range(1, 33))
@@ -160,17 +161,5 @@ def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
 TARGETS = {"chunked": target_chunked}
 
 
-def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] not in TARGETS:
-        sys.exit(f"usage: {sys.argv[0]} {{{','.join(TARGETS)}}} [libFuzzer options] [corpus dirs]")
-    target = TARGETS[sys.argv.pop(1)]
-
-    def one_input(data: bytes) -> None:
-        target(atheris.FuzzedDataProvider(data))
-
-    atheris.Setup(sys.argv, one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz_cb3.main(TARGETS)

@@ -419,6 +419,33 @@ pub unsafe extern "C" fn cb3_chunked_free(chunked: *mut cb3_chunked) {
     ffi_boundary_or((), || object::free(chunked))
 }
 
+/// What `cb3_chunked_seal` and `cb3_chunked_open` share: the argument checks
+/// in their documented order (`out` may be NULL only when empty and not
+/// `out_required`), then `op` on the batch.
+unsafe fn batch_call(
+    chunked: *const cb3_chunked,
+    first_index: u64,
+    last: u32,
+    (input, input_len): (*const u8, usize),
+    (out, out_len, out_required): (*mut u8, usize, bool),
+    out_n: *mut usize,
+    op: fn(&cb3_chunked, u64, bool, &[u8], &mut [u8]) -> Cb3Result<usize>,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let chunked = chunked_ref(chunked)?;
+        let last = flag(last)?;
+        let input = Raw::new(input, input_len)?;
+        if out_required && out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        let output = Raw::new(out, out_len)?;
+        disjoint(&output, &[input])?;
+        let written = op(chunked, first_index, last, input.as_slice(), output.as_mut_slice())?;
+        store(out_n, written);
+        Ok(())
+    })
+}
+
 /// Encrypts a batch of consecutive chunks: `plaintext` is cut into pieces of
 /// the header's chunk size, and piece `k` becomes chunk `first_index + k`:
 /// its ciphertext followed by its 32-byte tag, written one after the other
@@ -456,19 +483,7 @@ pub unsafe extern "C" fn cb3_chunked_seal(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
-    ffi_boundary(|| {
-        let chunked = chunked_ref(chunked)?;
-        let last = flag(last)?;
-        let input = Raw::new(plaintext, plaintext_len)?;
-        if out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        let output = Raw::new(out, out_len)?;
-        disjoint(&output, &[input])?;
-        let written = chunked.seal_batch(first_index, last, input.as_slice(), output.as_mut_slice())?;
-        store(out_n, written);
-        Ok(())
-    })
+    batch_call(chunked, first_index, last, (plaintext, plaintext_len), (out, out_len, true), out_n, cb3_chunked::seal_batch)
 }
 
 /// Verifies and decrypts a batch of consecutive chunks: `ciphertext` is cut
@@ -512,16 +527,7 @@ pub unsafe extern "C" fn cb3_chunked_open(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
-    ffi_boundary(|| {
-        let chunked = chunked_ref(chunked)?;
-        let last = flag(last)?;
-        let input = Raw::new(ciphertext, ciphertext_len)?;
-        let output = Raw::new(out, out_len)?;
-        disjoint(&output, &[input])?;
-        let written = chunked.open_batch(first_index, last, input.as_slice(), output.as_mut_slice())?;
-        store(out_n, written);
-        Ok(())
-    })
+    batch_call(chunked, first_index, last, (ciphertext, ciphertext_len), (out, out_len, false), out_n, cb3_chunked::open_batch)
 }
 
 #[cfg(test)]
