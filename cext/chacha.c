@@ -9,22 +9,11 @@ typedef struct {
 
 HPyType_HELPERS(ChaChaObject)
 
-static const cb3_given_lengths no_lengths = {0, 0, 0};
-
-/* cb3_raise, with what to do for a ChaCha20 made before fork(). */
-static int raise_result(HPyContext *ctx, cb3_result r)
+/* What cb3_raise needs to explain a failure of this object. */
+static cb3_given_lengths given_for(int wide)
 {
-    if (r == CB3_RESULT_FORKED)
-        return cb3_raise_forked(ctx, "this cb3.chacha20.ChaCha20",
-                                ": parent and child would both go on with the same keystream, and two messages "
-                                "under one keystream reveal each other's plaintext",
-                                "create a new ChaCha20 with a fresh nonce (or key) in this process");
-    return cb3_raise(ctx, r, &no_lengths);
-}
-
-static const char *limit_text(int wide)
-{
-    return wide ? "2**64 with an 8-byte nonce" : "2**32 with a 12- or 24-byte nonce";
+    cb3_given_lengths given = {.object = "cb3.chacha20.ChaCha20", .wide = wide};
+    return given;
 }
 
 HPyDef_SLOT(ChaCha_new, HPy_tp_new)
@@ -45,26 +34,20 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         goto done;
     if (!HPy_IsNull(arg[3]) && cb3_arg_u64(ctx, arg[3], "rounds", ctx->h_ValueError, &rounds) < 0)
         goto done;
-    if (nonce->len != 8 && nonce->len != 12 && nonce->len != 24) {
-        cb3_raisef(ctx, ctx->h_ValueError,
-                   "nonce must be 8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha), got %zu",
-                   nonce->len);
-        goto done;
-    }
-    if (rounds != 20 && rounds != 12 && rounds != 8) {
-        cb3_raisef(ctx, ctx->h_ValueError, "rounds must be 20, 12 or 8, got %llu", (unsigned long long)rounds);
-        goto done;
-    }
     int wide = nonce->len == 8;
     cb3_chacha *chacha = NULL;
-    cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter, (uint32_t)rounds, &chacha);
-    if (r == CB3_RESULT_INVALID_ARGUMENT) {
-        cb3_raisef(ctx, ctx->h_ValueError, "counter must be less than %s, got %llu", limit_text(wide),
-                   (unsigned long long)counter);
-        goto done;
-    }
+    /* rounds above UINT32_MAX become 0, which Rust refuses as it does 7 */
+    cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter,
+                                  rounds > UINT32_MAX ? 0 : (uint32_t)rounds, &chacha);
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_given_lengths given = {
+            .key = key->len,
+            .nonce = nonce->len,
+            .nonce_sizes = "8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha)",
+            .counter = counter,
+            .rounds = rounds,
+            .wide = wide,
+        };
         cb3_raise(ctx, r, &given);
         goto done;
     }
@@ -115,7 +98,8 @@ static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t
     cb3_result r;
     CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
+        cb3_raise(ctx, r, &given);
         goto done;
     }
     result = cb3_output_finish(ctx, &out);
@@ -152,7 +136,8 @@ static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, s
     cb3_result r;
     CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
+        cb3_raise(ctx, r, &given);
         goto done;
     }
     result = HPyLong_FromSize_t(ctx, data->len);
@@ -181,7 +166,8 @@ static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, 
     cb3_result r;
     CB3_RUN(ctx, &set, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
+        cb3_raise(ctx, r, &given);
         goto done;
     }
     result = HPy_Dup(ctx, ctx->h_None);
@@ -242,14 +228,9 @@ static int split_position(HPyContext *ctx, HPy obj, uint64_t *block, uint32_t *o
         long low = HPyLong_AsLong(ctx, rem);
         if (high == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
             HPyErr_Clear(ctx);
-            if (wide && low == 0 && is_two_to_the_64(ctx, q)) {
-                *block = UINT64_MAX;
-                *offset = 64;
-            } else {
-                status = cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
-                                    wide ? "2**70 bytes with an 8-byte nonce"
-                                         : "2**38 bytes with a 12- or 24-byte nonce");
-            }
+            /* beyond: a position Rust refuses (CB3_RESULT_INVALID_POSITION) */
+            *block = UINT64_MAX;
+            *offset = wide && low == 0 && is_two_to_the_64(ctx, q) ? 64 : 65;
         } else {
             *block = high;
             *offset = (uint32_t)low;
@@ -286,13 +267,9 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
         return HPy_NULL;
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_chacha_seek(obj->chacha, block, offset));
-    if (r == CB3_RESULT_INVALID_ARGUMENT) {
-        cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
-                   obj->wide ? "2**70 bytes with an 8-byte nonce" : "2**38 bytes with a 12- or 24-byte nonce");
-        return HPy_NULL;
-    }
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(obj->wide);
+        cb3_raise(ctx, r, &given);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, ctx->h_None);
@@ -312,7 +289,8 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_chacha_position(chacha, &block, &offset));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
+        cb3_raise(ctx, r, &given);
         return HPy_NULL;
     }
     if (block < ((uint64_t)1 << 57))
@@ -370,15 +348,11 @@ static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, si
     const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
     if (nonce == NULL)
         goto done;
-    if (nonce->len != 16) {
-        cb3_raisef(ctx, ctx->h_ValueError, "nonce must be 16 bytes, got %zu", nonce->len);
-        goto done;
-    }
     if (cb3_output_new(ctx, 32, &out) < 0)
         goto done;
     cb3_result r = cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out.ptr, out.len);
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_given_lengths given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
         cb3_raise(ctx, r, &given);
         goto done;
     }

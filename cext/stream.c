@@ -82,8 +82,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     if (aad == NULL)
         goto done;
     if (decrypt && data->len < CB3_TAG_SIZE) {
-        cb3_given_lengths none = {0, 0, 0};
-        cb3_raise(ctx, CB3_RESULT_DECRYPTION_FAILED, &none);
+        cb3_raise(ctx, CB3_RESULT_DECRYPTION_FAILED, NULL);
         goto done;
     }
     if (cb3_output_new(ctx, decrypt ? data->len - CB3_TAG_SIZE : data->len + CB3_TAG_SIZE, &out) < 0)
@@ -93,16 +92,9 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
         goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
-    if (r == CB3_RESULT_FORKED) {
-        cb3_raise_forked(ctx, "this cb3.Stream",
-                         ": parent and child would both go on from the same message index, and two messages "
-                         "under one nonce reveal each other's plaintext (a two-time pad)",
-                         "create a new Stream with a fresh nonce (or key) in this process");
-        goto done;
-    }
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths none = {0, 0, 0};
-        cb3_raise(ctx, r, &none);
+        static const cb3_given_lengths given = {.object = "cb3.Stream"};
+        cb3_raise(ctx, r, &given);
         goto done;
     }
     result = cb3_output_finish(ctx, &out);

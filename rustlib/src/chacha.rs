@@ -123,7 +123,7 @@ impl<R: Rounds> Keystream<R> {
         };
         let blocks: u128 = if wide { 1 << 64 } else { SEGMENT_BLOCKS };
         if u128::from(counter) >= blocks {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidCounter);
         }
         let core = ChaChaCore::<R, Ietf>::new(&key.into(), &ietf_nonce.into());
         Ok(Keystream {
@@ -156,7 +156,7 @@ impl<R: Rounds> Keystream<R> {
     /// by the next call.
     fn seek(&mut self, position: u128) -> Cb3Result<()> {
         if position > self.end {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidPosition);
         }
         self.pos = position;
         Ok(())
@@ -289,8 +289,9 @@ unsafe fn chacha_ref<'a>(ptr: *const cb3_chacha) -> Cb3Result<&'a cb3_chacha> {
 /// `rounds` (20, 12 or 8).
 ///
 /// Errors: `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_NONCE_LENGTH`,
-/// and `CB3_RESULT_INVALID_ARGUMENT` for other `rounds` or for a `counter` of
-/// 2^32 or more with a 12- or 24-byte nonce. On failure `*chacha_out` is not
+/// `CB3_RESULT_INVALID_ROUNDS` for other `rounds`, and
+/// `CB3_RESULT_INVALID_COUNTER` for a `counter` of 2^32 or more with a 12- or
+/// 24-byte nonce. On failure `*chacha_out` is not
 /// written.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_new(
@@ -319,7 +320,7 @@ pub unsafe extern "C" fn cb3_chacha_new(
                 if !matches!(nonce.len(), 8 | 12 | 24) {
                     return Err(cb3_result::InvalidNonceLength);
                 }
-                return Err(cb3_result::InvalidArgument);
+                return Err(cb3_result::InvalidRounds);
             }
         };
         let made = object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out);
@@ -380,13 +381,13 @@ pub unsafe extern "C" fn cb3_chacha_apply(
 /// `block`, the only way to name the very end of a 64-bit keystream. The
 /// position may be at most the end of the keystream (2^38 bytes with a 12-
 /// or 24-byte nonce, 2^70 with an 8-byte one), else
-/// `CB3_RESULT_INVALID_ARGUMENT` and the position is unchanged.
+/// `CB3_RESULT_INVALID_POSITION` and the position is unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_seek(chacha: *const cb3_chacha, block: u64, offset: u32) -> cb3_result {
     ffi_boundary(|| {
         let chacha = chacha_ref(chacha)?;
         if offset > 64 {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidPosition);
         }
         let position = u128::from(block) * BLOCK + u128::from(offset);
         dispatch!(&mut *chacha.lock(), ks => ks.seek(position))
