@@ -75,55 +75,22 @@ static void ChaCha_destroy_impl(void *obj)
 
 /* ---- keystream ---- */
 
-HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
-            .doc = "update($self, data)\n--\n\n"
-                   "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
-                   "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
-                   "overflow.")
-static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"update", {"data", NULL}, 1, 0};
-    HPy arg[1];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
-    if (data == NULL || cb3_output_new(ctx, data->len, &out) < 0)
-        goto done;
-    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
-    if (chacha == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    result = cb3_output_finish(ctx, &out);
-done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
-}
+/* update (a new bytes object), update_into (a caller's buffer) and
+ * xor_in_place: one cb3_chacha_apply call each. */
+typedef enum { UPDATE, UPDATE_INTO, XOR_IN_PLACE } apply_method;
 
-HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
-            .doc = "update_into($self, data, out)\n--\n\n"
-                   "Like update(), writing the result into the writable buffer out (at least len(data)\n"
-                   "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
-static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
+                 apply_method m)
 {
-    static const cb3_argspec spec = {"update_into", {"data", "out", NULL}, 2, 0};
     HPy arg[2];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+    cb3_output fresh = CB3_OUTPUT_INIT;
+    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
-    const cb3_buffer *out = data ? cb3_borrow(ctx, &set, arg[1], "out", CB3_WRITE) : NULL;
-    if (out == NULL)
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], spec->names[0], m == XOR_IN_PLACE ? CB3_WRITE : CB3_READ);
+    const cb3_buffer *out = m != UPDATE_INTO ? data : data ? cb3_borrow(ctx, &set, arg[1], "out", CB3_WRITE) : NULL;
+    if (out == NULL || (m == UPDATE && cb3_output_new(ctx, data->len, &fresh) < 0))
         goto done;
     if (out->len < data->len) {
         cb3_raisef(ctx, ctx->h_ValueError, "out must be at least len(data) = %zu bytes, got %zu", data->len,
@@ -133,17 +100,42 @@ static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, s
     const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
     if (chacha == NULL)
         goto done;
+    uint8_t *target = m == UPDATE ? fresh.ptr : (uint8_t *)out->ptr;
     cb3_result r;
-    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
+    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, target, data->len));
     if (r != CB3_RESULT_OK) {
         cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    result = HPyLong_FromSize_t(ctx, data->len);
+    result = m == UPDATE        ? cb3_output_finish(ctx, &fresh)
+             : m == UPDATE_INTO ? HPyLong_FromSize_t(ctx, data->len)
+                                : HPy_Dup(ctx, ctx->h_None);
 done:
+    cb3_output_discard(&fresh);
     cb3_release_all(ctx, &set);
     return result;
+}
+
+HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
+            .doc = "update($self, data)\n--\n\n"
+                   "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
+                   "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
+                   "overflow.")
+static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update", {"data", NULL}, 1, 0};
+    return apply(ctx, self, args, nargs, kwnames, &spec, UPDATE);
+}
+
+HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
+            .doc = "update_into($self, data, out)\n--\n\n"
+                   "Like update(), writing the result into the writable buffer out (at least len(data)\n"
+                   "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
+static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update_into", {"data", "out", NULL}, 2, 0};
+    return apply(ctx, self, args, nargs, kwnames, &spec, UPDATE_INTO);
 }
 
 HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
@@ -152,28 +144,7 @@ HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
 static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"xor_in_place", {"buf", NULL}, 1, 0};
-    HPy arg[1];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *buf = cb3_borrow(ctx, &set, arg[0], "buf", CB3_WRITE);
-    if (buf == NULL)
-        goto done;
-    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
-    if (chacha == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    result = HPy_Dup(ctx, ctx->h_None);
-done:
-    cb3_release_all(ctx, &set);
-    return result;
+    return apply(ctx, self, args, nargs, kwnames, &spec, XOR_IN_PLACE);
 }
 
 /* ---- position ---- */
