@@ -55,13 +55,9 @@ static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    CipherObject *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result)) {
+    result = cb3_new_instance(ctx, type, aead);
+    if (HPy_IsNull(result))
         cb3_aead_free(aead);
-        goto done;
-    }
-    self->aead = aead;
 done:
     cb3_release_all(ctx, &set);
     cb3_close_all(ctx, owned, CB3_MAX_ARGS);

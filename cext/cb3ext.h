@@ -211,6 +211,11 @@ int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uin
 
 /* ---- types ---- */
 
+/* A new instance of `type`, whose struct starts with the pointer to its Rust
+ * object, owning `inner` (args.c). HPy_NULL with an exception set if it could
+ * not be made: `inner` is then still the caller's to free. */
+HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner);
+
 /* `Type_AsStruct(ctx, self)->field` (the Rust object), or NULL with a
  * TypeError set when `self` was not made by its type's constructor: PyPy
  * lets object.__new__(cls) through, leaving no struct behind. */

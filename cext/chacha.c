@@ -51,14 +51,11 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    ChaChaObject *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result)) {
+    result = cb3_new_instance(ctx, type, chacha);
+    if (HPy_IsNull(result))
         cb3_chacha_free(chacha);
-        goto done;
-    }
-    self->chacha = chacha;
-    self->wide = wide;
+    else
+        ChaChaObject_AsStruct(ctx, result)->wide = wide;
 done:
     cb3_release_all(ctx, &set);
     cb3_close_all(ctx, owned, CB3_MAX_ARGS);

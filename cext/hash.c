@@ -167,12 +167,9 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raise(ctx, r, &hasher_given);
         goto done;
     }
-    Blake3Object *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result))
-        goto done;
-    self->hasher = hasher;
-    hasher = NULL;
+    result = cb3_new_instance(ctx, type, hasher);
+    if (!HPy_IsNull(result))
+        hasher = NULL;
 done:
     cb3_blake3_free(hasher);
     cb3_release_all(ctx, &set);
@@ -386,14 +383,10 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
         return HPy_NULL;
     }
     HPy type = HPy_Type(ctx, self);
-    Blake3Object *other;
-    HPy result = HPy_New(ctx, type, &other);
+    HPy result = cb3_new_instance(ctx, type, copy);
     HPy_Close(ctx, type);
-    if (HPy_IsNull(result)) {
+    if (HPy_IsNull(result))
         cb3_blake3_free(copy);
-        return HPy_NULL;
-    }
-    other->hasher = copy;
     return result;
 }
 
