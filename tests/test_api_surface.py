@@ -322,3 +322,13 @@ def test_every_result_code_is_documented():
     table = dict(re.findall(r"^\| `(CB3_RESULT_\w+)` \| (\d+) \|", (root / "docs/c-api.md").read_text(), re.M))
     assert len(header) >= 19
     assert table == header
+
+
+def test_architecture_lists_the_tree():
+    """docs/development.md's Architecture block names exactly the source files of the three layers."""
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "docs/development.md").read_text()
+    block = text.split("## Architecture", 1)[1].split("```")[1]
+    listed = set(re.findall(r"[\w.]+\.(?:py|c|rs)\b", block))
+    actual = {p.name for d, ext in (("cb3", "py"), ("cext", "c"), ("rustlib/src", "rs")) for p in (root / d).glob(f"*.{ext}")}
+    assert listed == actual
