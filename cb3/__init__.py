@@ -36,7 +36,8 @@ from .chunked import (
     encrypt_file,
 )
 from . import chacha20  # the submodule cb3.chacha20
-from .hash import blake3, derive_key, hash, keyed_hash  # binds cb3.hash to the function, over the submodule
+from . import blake3 as _blake3_module  # the submodule cb3.blake3 (blake3-py's spelling), imported before:
+from .hash import blake3, derive_key, hash, keyed_hash  # binds cb3.hash and cb3.blake3 over their submodules
 
 # The C API for other extensions: where cb3.h and libcb3.a are (cb3/capi.py).
 from .capi import get_include, get_libraries, get_library_dir, get_link_args

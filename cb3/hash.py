@@ -22,8 +22,6 @@ so one hasher may be shared between threads; the GIL is released for
 inputs (and outputs) of 2048 bytes or more.
 """
 
-import sys
-
 from ._cb3 import AUTO, BLAKE3_PARALLEL_MIN, blake3, derive_key, hash, keyed_hash, version
 
 __all__ = ["blake3", "hash", "keyed_hash", "derive_key", "BLAKE3_PARALLEL_MIN"]
@@ -42,10 +40,9 @@ blake3.AUTO = AUTO
 
 # blake3-py users write `from blake3 import blake3` or `import blake3` and
 # then `blake3.blake3(...)`. Both spellings port by changing the import:
-# `from cb3 import blake3`, or `import cb3.blake3 as blake3`, which binds the
-# class itself (registered as the module "cb3.blake3" so that the import
-# statement resolves); blake3-py's module-level names are therefore class
-# attributes too: blake3.blake3 and blake3.__version__.
+# `from cb3 import blake3`, or `import cb3.blake3 as blake3`, which gives the
+# attribute cb3.blake3, the class itself (see cb3/blake3.py); blake3-py's
+# module-level names are therefore class attributes too: blake3.blake3 and
+# blake3.__version__.
 blake3.blake3 = blake3
 blake3.__version__ = version()
-sys.modules.setdefault(f"{__package__}.blake3", blake3)  # type: ignore[arg-type]

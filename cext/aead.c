@@ -1,4 +1,6 @@
 /* cb3.ChaCha20Blake3: the AEAD class, a thin shell over cb3_aead_* (rustlib/src/aead.rs). */
+#include <string.h>
+
 #include "cb3ext.h"
 
 typedef struct {
@@ -6,12 +8,6 @@ typedef struct {
 } CipherObject;
 
 HPyType_HELPERS(CipherObject)
-
-static cb3_given_lengths lengths(const cb3_buffer *nonce, const cb3_buffer *tag)
-{
-    cb3_given_lengths given = {0, nonce ? nonce->len : 0, tag ? tag->len : 0};
-    return given;
-}
 
 /* ---- construction ---- */
 
@@ -59,13 +55,9 @@ static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    CipherObject *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result)) {
+    result = cb3_new_instance(ctx, type, aead);
+    if (HPy_IsNull(result))
         cb3_aead_free(aead);
-        goto done;
-    }
-    self->aead = aead;
 done:
     cb3_release_all(ctx, &set);
     cb3_close_all(ctx, owned, CB3_MAX_ARGS);
@@ -80,170 +72,28 @@ static void Cipher_destroy_impl(void *obj)
     self->aead = NULL;
 }
 
-/* ---- combined ciphertext || tag ---- */
+/* ---- the eight methods: one shape ----
+ *
+ * Each method borrows its arguments in the order of its names (nonce first;
+ * "associated_data" may be None, "buf" must be writable), sizes its outputs,
+ * makes one cb3_aead_* call and returns bytes, a (ciphertext, tag) tuple, the
+ * number of bytes written into buf, or None. */
 
-HPyDef_METH(Cipher_encrypt, "encrypt", HPyFunc_KEYWORDS,
-            .doc = "encrypt($self, nonce, data, associated_data=None)\n--\n\n"
-                   "Encrypt and authenticate data; returns ciphertext || 32-byte tag.\n"
-                   "nonce must be 24 bytes and never reused with this key (cb3.generate_nonce() is safe).")
-static HPy Cipher_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"encrypt", {"nonce", "data", "associated_data", NULL}, 2, 0};
-    HPy arg[3];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
-    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL || cb3_output_new(ctx, data->len + CB3_TAG_SIZE, &out) < 0)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len, out.ptr,
-                             out.len, NULL));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, NULL);
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    result = cb3_output_finish(ctx, &out);
-done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
-}
+typedef enum {
+    ENCRYPT,
+    DECRYPT,
+    ENCRYPT_DETACHED,
+    DECRYPT_DETACHED,
+    ENCRYPT_INTO,
+    DECRYPT_INTO,
+    ENCRYPT_IN_PLACE,
+    DECRYPT_IN_PLACE,
+} method;
 
-HPyDef_METH(Cipher_decrypt, "decrypt", HPyFunc_KEYWORDS,
-            .doc = "decrypt($self, nonce, data, associated_data=None)\n--\n\n"
-                   "Verify and decrypt ciphertext || tag. Raises cb3.DecryptionError if the tag does not\n"
-                   "match (or data is shorter than the 32-byte tag); no plaintext is released then.")
-static HPy Cipher_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"decrypt", {"nonce", "data", "associated_data", NULL}, 2, 0};
-    HPy arg[3];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
-    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    /* An input shorter than the tag gets an empty output; Rust then orders
-     * the checks (a wrong nonce length first, then DecryptionError). */
-    if (aad == NULL || cb3_output_new(ctx, data->len >= CB3_TAG_SIZE ? data->len - CB3_TAG_SIZE : 0, &out) < 0)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_decrypt_private(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
-                                     out.ptr, out.len, NULL));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, NULL);
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    result = cb3_output_finish(ctx, &out);
-done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
-}
-
-/* ---- detached tag ---- */
-
-HPyDef_METH(Cipher_encrypt_detached, "encrypt_detached", HPyFunc_KEYWORDS,
-            .doc = "encrypt_detached($self, nonce, data, associated_data=None)\n--\n\n"
-                   "Like encrypt() but returns (ciphertext, tag) separately.")
-static HPy Cipher_encrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"encrypt_detached", {"nonce", "data", "associated_data", NULL}, 2, 0};
-    HPy arg[3];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output ct = CB3_OUTPUT_INIT, tag = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
-    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL || cb3_output_new(ctx, data->len, &ct) < 0 || cb3_output_new(ctx, CB3_TAG_SIZE, &tag) < 0)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_encrypt_detached(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
-                                      ct.ptr, ct.len, tag.ptr, tag.len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, NULL);
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    HPy items[2];
-    items[0] = cb3_output_finish(ctx, &ct);
-    items[1] = cb3_output_finish(ctx, &tag);
-    if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
-        result = HPyTuple_FromArray(ctx, items, 2);
-    for (int i = 0; i < 2; i++) {
-        if (!HPy_IsNull(items[i]))
-            HPy_Close(ctx, items[i]);
-    }
-done:
-    cb3_output_discard(&ct);
-    cb3_output_discard(&tag);
-    cb3_release_all(ctx, &set);
-    return result;
-}
-
-HPyDef_METH(Cipher_decrypt_detached, "decrypt_detached", HPyFunc_KEYWORDS,
-            .doc = "decrypt_detached($self, nonce, data, tag, associated_data=None)\n--\n\n"
-                   "Verify the 32-byte tag over the ciphertext, then decrypt it.\n"
-                   "Raises cb3.DecryptionError on a mismatch.")
-static HPy Cipher_decrypt_detached_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"decrypt_detached", {"nonce", "data", "tag", "associated_data", NULL}, 3, 0};
-    HPy arg[4];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
-    const cb3_buffer *tag = data ? cb3_borrow(ctx, &set, arg[2], "tag", CB3_READ) : NULL;
-    const cb3_buffer *aad = tag ? cb3_borrow(ctx, &set, arg[3], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL || cb3_output_new(ctx, data->len, &out) < 0)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_decrypt_detached_private(aead, nonce->ptr, nonce->len, data->ptr, data->len, tag->ptr,
-                                              tag->len, aad->ptr, aad->len, out.ptr, out.len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, tag);
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    result = cb3_output_finish(ctx, &out);
-done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
-}
-
-/* ---- into a caller's buffer ---- */
+/* The arguments of one call, by name (NULL where the method has none). */
+typedef struct {
+    const cb3_buffer *nonce, *data, *tag, *aad, *buf;
+} call_args;
 
 static int check_out_size(HPyContext *ctx, const cb3_buffer *buf, size_t expected, const char *rule)
 {
@@ -253,157 +103,183 @@ static int check_out_size(HPyContext *ctx, const cb3_buffer *buf, size_t expecte
     return 0;
 }
 
-HPyDef_METH(Cipher_encrypt_into, "encrypt_into", HPyFunc_KEYWORDS,
-            .doc = "encrypt_into($self, nonce, data, associated_data, buf)\n--\n\n"
-                   "Write ciphertext || tag into buf, a writable buffer of exactly len(data) + 32 bytes;\n"
-                   "returns the number of bytes written. data may be the start of buf (in place).")
-static HPy Cipher_encrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static cb3_result call(const cb3_aead *aead, method m, const call_args *a, cb3_output *out, cb3_output *tag,
+                       size_t *written)
 {
-    static const cb3_argspec spec = {"encrypt_into", {"nonce", "data", "associated_data", "buf", NULL}, 4, 0};
-    HPy arg[4];
+    const uint8_t *n = a->nonce->ptr, *ad = a->aad->ptr;
+    size_t nn = a->nonce->len, nad = a->aad->len;
+    uint8_t *buf = a->buf ? (uint8_t *)a->buf->ptr : NULL;
+    switch (m) {
+    case ENCRYPT:
+        return cb3_aead_encrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len, NULL);
+    case DECRYPT:
+        return cb3_aead_decrypt_private(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len, NULL);
+    case ENCRYPT_DETACHED:
+        return cb3_aead_encrypt_detached(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len,
+                                         tag->ptr, tag->len);
+    case DECRYPT_DETACHED:
+        return cb3_aead_decrypt_detached_private(aead, n, nn, a->data->ptr, a->data->len, a->tag->ptr, a->tag->len,
+                                                 ad, nad, out->ptr, out->len);
+    case ENCRYPT_INTO:
+        return cb3_aead_encrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, buf, a->buf->len, written);
+    case DECRYPT_INTO:
+        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, buf, a->buf->len, written);
+    case ENCRYPT_IN_PLACE:
+        return cb3_aead_encrypt_in_place(aead, n, nn, buf, a->buf->len, ad, nad, tag->ptr, tag->len);
+    case DECRYPT_IN_PLACE:
+        return cb3_aead_decrypt_in_place(aead, n, nn, buf, a->buf->len, a->tag->ptr, a->tag->len, ad, nad);
+    }
+    return CB3_RESULT_PANIC;
+}
+
+static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
+               method m)
+{
+    HPy arg[CB3_MAX_ARGS];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+    cb3_output out = CB3_OUTPUT_INIT, tag = CB3_OUTPUT_INIT;
+    call_args a = {NULL, NULL, NULL, NULL, NULL};
+    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
-    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    const cb3_buffer *buf = aad ? cb3_borrow(ctx, &set, arg[3], "buf", CB3_WRITE) : NULL;
-    if (buf == NULL || check_out_size(ctx, buf, data->len + CB3_TAG_SIZE, "len(data) + 32") < 0)
+    for (int i = 0; spec->names[i] != NULL; i++) {
+        const char *name = spec->names[i];
+        const cb3_buffer **slot = strcmp(name, "nonce") == 0   ? &a.nonce
+                                  : strcmp(name, "data") == 0  ? &a.data
+                                  : strcmp(name, "tag") == 0   ? &a.tag
+                                  : strcmp(name, "buf") == 0   ? &a.buf
+                                                               : &a.aad;
+        int flags = slot == &a.buf ? CB3_WRITE : slot == &a.aad ? CB3_READ | CB3_OPTIONAL : CB3_READ;
+        if ((*slot = cb3_borrow(ctx, &set, arg[i], name, flags)) == NULL)
+            goto done;
+    }
+    const cb3_buffer *input = a.data ? a.data : a.buf;
+    size_t n = input->len;
+    int failed = 0;
+    switch (m) {
+    case ENCRYPT:
+        failed = cb3_output_new(ctx, n + CB3_TAG_SIZE, &out);
+        break;
+    case DECRYPT: /* shorter than the tag: an empty output, and Rust orders the checks */
+        failed = cb3_output_new(ctx, n >= CB3_TAG_SIZE ? n - CB3_TAG_SIZE : 0, &out);
+        break;
+    case ENCRYPT_DETACHED:
+        failed = cb3_output_new(ctx, n, &out) < 0 || cb3_output_new(ctx, CB3_TAG_SIZE, &tag) < 0;
+        break;
+    case DECRYPT_DETACHED:
+        failed = cb3_output_new(ctx, n, &out);
+        break;
+    case ENCRYPT_INTO:
+        failed = check_out_size(ctx, a.buf, n + CB3_TAG_SIZE, "len(data) + 32");
+        break;
+    case DECRYPT_INTO: /* shorter than the tag: no size to check here; Rust orders the checks */
+        failed = n >= CB3_TAG_SIZE && check_out_size(ctx, a.buf, n - CB3_TAG_SIZE, "len(data) - 32") < 0;
+        break;
+    case ENCRYPT_IN_PLACE:
+        failed = cb3_output_new(ctx, CB3_TAG_SIZE, &tag);
+        break;
+    case DECRYPT_IN_PLACE:
+        break;
+    }
+    if (failed)
         goto done;
     const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
     if (aead == NULL)
         goto done;
     size_t written = 0;
     cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_encrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
-                             (uint8_t *)buf->ptr, buf->len, &written));
+    CB3_RUN(ctx, &set, n + a.aad->len, r, call(aead, m, &a, &out, &tag, &written));
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, NULL);
+        cb3_given_lengths given = {0, a.nonce->len, a.tag ? a.tag->len : 0};
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    result = HPyLong_FromSize_t(ctx, written);
-done:
-    cb3_release_all(ctx, &set);
-    return result;
-}
-
-HPyDef_METH(Cipher_decrypt_into, "decrypt_into", HPyFunc_KEYWORDS,
-            .doc = "decrypt_into($self, nonce, data, associated_data, buf)\n--\n\n"
-                   "Verify ciphertext || tag and write the plaintext into buf, a writable buffer of exactly\n"
-                   "len(data) - 32 bytes; returns the number of bytes written. On any failure buf is left\n"
-                   "exactly as it was (the tag is checked before a byte is written).")
-static HPy Cipher_decrypt_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"decrypt_into", {"nonce", "data", "associated_data", "buf", NULL}, 4, 0};
-    HPy arg[4];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *data = nonce ? cb3_borrow(ctx, &set, arg[1], "data", CB3_READ) : NULL;
-    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    const cb3_buffer *buf = aad ? cb3_borrow(ctx, &set, arg[3], "buf", CB3_WRITE) : NULL;
-    if (buf == NULL)
-        goto done;
-    /* Shorter than the tag: no size to check here; Rust orders the checks. */
-    if (data->len >= CB3_TAG_SIZE && check_out_size(ctx, buf, data->len - CB3_TAG_SIZE, "len(data) - 32") < 0)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    size_t written = 0;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r,
-            cb3_aead_decrypt(aead, nonce->ptr, nonce->len, data->ptr, data->len, aad->ptr, aad->len,
-                             (uint8_t *)buf->ptr, buf->len, &written));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, NULL);
-        cb3_raise(ctx, r, &given);
-        goto done;
+    switch (m) {
+    case ENCRYPT_DETACHED: {
+        HPy items[2] = {cb3_output_finish(ctx, &out), cb3_output_finish(ctx, &tag)};
+        if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
+            result = HPyTuple_FromArray(ctx, items, 2);
+        for (int i = 0; i < 2; i++) {
+            if (!HPy_IsNull(items[i]))
+                HPy_Close(ctx, items[i]);
+        }
+        break;
     }
-    result = HPyLong_FromSize_t(ctx, written);
-done:
-    cb3_release_all(ctx, &set);
-    return result;
-}
-
-/* ---- in place ---- */
-
-HPyDef_METH(Cipher_encrypt_in_place, "encrypt_in_place", HPyFunc_KEYWORDS,
-            .doc = "encrypt_in_place($self, nonce, buf, associated_data=None)\n--\n\n"
-                   "Encrypt the writable buffer buf in place; returns the 32-byte tag.")
-static HPy Cipher_encrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"encrypt_in_place", {"nonce", "buf", "associated_data", NULL}, 2, 0};
-    HPy arg[3];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output tag = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *buf = nonce ? cb3_borrow(ctx, &set, arg[1], "buf", CB3_WRITE) : NULL;
-    const cb3_buffer *aad = buf ? cb3_borrow(ctx, &set, arg[2], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL || cb3_output_new(ctx, CB3_TAG_SIZE, &tag) < 0)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, buf->len + aad->len, r,
-            cb3_aead_encrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, aad->ptr,
-                                      aad->len, tag.ptr, tag.len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, NULL);
-        cb3_raise(ctx, r, &given);
-        goto done;
+    case ENCRYPT_INTO:
+    case DECRYPT_INTO:
+        result = HPyLong_FromSize_t(ctx, written);
+        break;
+    case ENCRYPT_IN_PLACE:
+        result = cb3_output_finish(ctx, &tag);
+        break;
+    case DECRYPT_IN_PLACE:
+        result = HPy_Dup(ctx, ctx->h_None);
+        break;
+    default:
+        result = cb3_output_finish(ctx, &out);
     }
-    result = cb3_output_finish(ctx, &tag);
 done:
+    cb3_output_discard(&out);
     cb3_output_discard(&tag);
     cb3_release_all(ctx, &set);
     return result;
 }
 
-HPyDef_METH(Cipher_decrypt_in_place, "decrypt_in_place", HPyFunc_KEYWORDS,
-            .doc = "decrypt_in_place($self, nonce, buf, tag, associated_data=None)\n--\n\n"
-                   "Verify tag over the writable buffer buf, then decrypt it in place. On a mismatch\n"
-                   "raises cb3.DecryptionError and leaves buf unchanged.")
-static HPy Cipher_decrypt_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"decrypt_in_place", {"nonce", "buf", "tag", "associated_data", NULL}, 3, 0};
-    HPy arg[4];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *nonce = cb3_borrow(ctx, &set, arg[0], "nonce", CB3_READ);
-    const cb3_buffer *buf = nonce ? cb3_borrow(ctx, &set, arg[1], "buf", CB3_WRITE) : NULL;
-    const cb3_buffer *tag = buf ? cb3_borrow(ctx, &set, arg[2], "tag", CB3_READ) : NULL;
-    const cb3_buffer *aad = tag ? cb3_borrow(ctx, &set, arg[3], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL)
-        goto done;
-    const cb3_aead *aead = CB3_INNER(ctx, self, CipherObject, aead);
-    if (aead == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, buf->len + aad->len, r,
-            cb3_aead_decrypt_in_place(aead, nonce->ptr, nonce->len, (uint8_t *)buf->ptr, buf->len, tag->ptr,
-                                      tag->len, aad->ptr, aad->len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = lengths(nonce, tag);
-        cb3_raise(ctx, r, &given);
-        goto done;
+/* One method: its argument spec and docstring; the body is run(). */
+#define CB3_AEAD_METHOD(c_name, m, doc_text, ...)                                                               \
+    HPyDef_METH(Cipher_##c_name, #c_name, HPyFunc_KEYWORDS, .doc = doc_text)                                    \
+    static HPy Cipher_##c_name##_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)   \
+    {                                                                                                           \
+        static const cb3_argspec spec = {#c_name, __VA_ARGS__};                                                         \
+        return run(ctx, self, args, nargs, kwnames, &spec, m);                                                  \
     }
-    result = HPy_Dup(ctx, ctx->h_None);
-done:
-    cb3_release_all(ctx, &set);
-    return result;
-}
+
+CB3_AEAD_METHOD(encrypt, ENCRYPT,
+                "encrypt($self, nonce, data, associated_data=None)\n--\n\n"
+                "Encrypt and authenticate data; returns ciphertext || 32-byte tag.\n"
+                "nonce must be 24 bytes and never reused with this key (cb3.generate_nonce() is safe).",
+                {"nonce", "data", "associated_data", NULL}, 2, 0)
+
+CB3_AEAD_METHOD(decrypt, DECRYPT,
+                "decrypt($self, nonce, data, associated_data=None)\n--\n\n"
+                "Verify and decrypt ciphertext || tag. Raises cb3.DecryptionError if the tag does not\n"
+                "match (or data is shorter than the 32-byte tag); no plaintext is released then.",
+                {"nonce", "data", "associated_data", NULL}, 2, 0)
+
+CB3_AEAD_METHOD(encrypt_detached, ENCRYPT_DETACHED,
+                "encrypt_detached($self, nonce, data, associated_data=None)\n--\n\n"
+                "Like encrypt() but returns (ciphertext, tag) separately.",
+                {"nonce", "data", "associated_data", NULL}, 2, 0)
+
+CB3_AEAD_METHOD(decrypt_detached, DECRYPT_DETACHED,
+                "decrypt_detached($self, nonce, data, tag, associated_data=None)\n--\n\n"
+                "Verify the 32-byte tag over the ciphertext, then decrypt it.\n"
+                "Raises cb3.DecryptionError on a mismatch.",
+                {"nonce", "data", "tag", "associated_data", NULL}, 3, 0)
+
+CB3_AEAD_METHOD(encrypt_into, ENCRYPT_INTO,
+                "encrypt_into($self, nonce, data, associated_data, buf)\n--\n\n"
+                "Write ciphertext || tag into buf, a writable buffer of exactly len(data) + 32 bytes;\n"
+                "returns the number of bytes written. data may be the start of buf (in place).",
+                {"nonce", "data", "associated_data", "buf", NULL}, 4, 0)
+
+CB3_AEAD_METHOD(decrypt_into, DECRYPT_INTO,
+                "decrypt_into($self, nonce, data, associated_data, buf)\n--\n\n"
+                "Verify ciphertext || tag and write the plaintext into buf, a writable buffer of exactly\n"
+                "len(data) - 32 bytes; returns the number of bytes written. On any failure buf is left\n"
+                "exactly as it was (the tag is checked before a byte is written).",
+                {"nonce", "data", "associated_data", "buf", NULL}, 4, 0)
+
+CB3_AEAD_METHOD(encrypt_in_place, ENCRYPT_IN_PLACE,
+                "encrypt_in_place($self, nonce, buf, associated_data=None)\n--\n\n"
+                "Encrypt the writable buffer buf in place; returns the 32-byte tag.",
+                {"nonce", "buf", "associated_data", NULL}, 2, 0)
+
+CB3_AEAD_METHOD(decrypt_in_place, DECRYPT_IN_PLACE,
+                "decrypt_in_place($self, nonce, buf, tag, associated_data=None)\n--\n\n"
+                "Verify tag over the writable buffer buf, then decrypt it in place. On a mismatch\n"
+                "raises cb3.DecryptionError and leaves buf unchanged.",
+                {"nonce", "buf", "tag", "associated_data", NULL}, 3, 0)
 
 CB3_TYPE_FIXES(Cipher, "cb3.ChaCha20Blake3", NULL)
 

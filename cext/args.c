@@ -214,3 +214,12 @@ int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uin
     HPy_Close(ctx, index);
     return status;
 }
+
+HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner)
+{
+    void *data;
+    HPy self = HPy_New(ctx, type, &data);
+    if (!HPy_IsNull(self))
+        memcpy(data, &inner, sizeof inner); /* the struct's first field */
+    return self;
+}

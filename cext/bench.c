@@ -37,8 +37,7 @@ static HPy bench_reference_impl(HPyContext *ctx, HPy self, const HPy *args, size
     CB3_RUN(ctx, NULL, (size_t)CB3_GIL_THRESHOLD, r,
             cb3_bench_reference((unsigned int)mode, (size_t)message_len, (uint64_t)iterations, &elapsed_ns));
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths none = {0, 0, 0};
-        cb3_raise(ctx, r, &none);
+        cb3_raise(ctx, r, NULL);
         return HPy_NULL;
     }
     return HPyFloat_FromDouble(ctx, (double)elapsed_ns / 1e9);

@@ -43,19 +43,24 @@
 extern HPyGlobal cb3_DecryptionError;
 extern HPyGlobal cb3_KeystreamExhaustedError;
 
-/* Lengths the caller passed, so messages can say what was wrong. */
+/* What the caller passed, so that messages can say what was wrong. Fields a
+ * call does not have stay 0 (NULL, HPy_NULL). */
 typedef struct {
     size_t key;
     size_t nonce;
     size_t tag;
+    const char *nonce_sizes; /* the nonce rule when it is not "24 bytes" (raw ChaCha, HChaCha) */
+    const char *object;      /* CB3_RESULT_FORKED: the object's type ("cb3.Stream"), or NULL */
+    uint64_t counter;        /* cb3_chacha_new */
+    uint64_t rounds;         /* cb3_chacha_new */
+    int wide;                /* raw ChaCha with an 8-byte nonce (a 64-bit block counter) */
+    int os_error;            /* CB3_RESULT_IO_ERROR: the errno value, or 0 */
+    HPy path;                /* CB3_RESULT_IO_ERROR: the file name (borrowed), or HPy_NULL */
 } cb3_given_lengths;
 
-/* Sets the Python exception for a failed cb3 call. Always returns -1. */
+/* Sets the Python exception for a failed cb3 call: the only place where a
+ * cb3_result becomes an exception. `given` may be NULL. Always returns -1. */
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given);
-
-/* RuntimeError for CB3_RESULT_FORKED: `what` ("cb3.Stream") was created in
- * the parent process, and `instead` says what to do in the child. */
-int cb3_raise_forked(HPyContext *ctx, const char *what, const char *why, const char *instead);
 
 /* Sets `type(message)`, formatting like printf. Always returns -1. */
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
@@ -205,6 +210,11 @@ extern HPyDef bench_reference;
 int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out);
 
 /* ---- types ---- */
+
+/* A new instance of `type`, whose struct starts with the pointer to its Rust
+ * object, owning `inner` (args.c). HPy_NULL with an exception set if it could
+ * not be made: `inner` is then still the caller's to free. */
+HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner);
 
 /* `Type_AsStruct(ctx, self)->field` (the Rust object), or NULL with a
  * TypeError set when `self` was not made by its type's constructor: PyPy

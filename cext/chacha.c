@@ -9,22 +9,11 @@ typedef struct {
 
 HPyType_HELPERS(ChaChaObject)
 
-static const cb3_given_lengths no_lengths = {0, 0, 0};
-
-/* cb3_raise, with what to do for a ChaCha20 made before fork(). */
-static int raise_result(HPyContext *ctx, cb3_result r)
+/* What cb3_raise needs to explain a failure of this object. */
+static cb3_given_lengths given_for(int wide)
 {
-    if (r == CB3_RESULT_FORKED)
-        return cb3_raise_forked(ctx, "this cb3.chacha20.ChaCha20",
-                                ": parent and child would both go on with the same keystream, and two messages "
-                                "under one keystream reveal each other's plaintext",
-                                "create a new ChaCha20 with a fresh nonce (or key) in this process");
-    return cb3_raise(ctx, r, &no_lengths);
-}
-
-static const char *limit_text(int wide)
-{
-    return wide ? "2**64 with an 8-byte nonce" : "2**32 with a 12- or 24-byte nonce";
+    cb3_given_lengths given = {.object = "cb3.chacha20.ChaCha20", .wide = wide};
+    return given;
 }
 
 HPyDef_SLOT(ChaCha_new, HPy_tp_new)
@@ -45,37 +34,28 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         goto done;
     if (!HPy_IsNull(arg[3]) && cb3_arg_u64(ctx, arg[3], "rounds", ctx->h_ValueError, &rounds) < 0)
         goto done;
-    if (nonce->len != 8 && nonce->len != 12 && nonce->len != 24) {
-        cb3_raisef(ctx, ctx->h_ValueError,
-                   "nonce must be 8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha), got %zu",
-                   nonce->len);
-        goto done;
-    }
-    if (rounds != 20 && rounds != 12 && rounds != 8) {
-        cb3_raisef(ctx, ctx->h_ValueError, "rounds must be 20, 12 or 8, got %llu", (unsigned long long)rounds);
-        goto done;
-    }
     int wide = nonce->len == 8;
     cb3_chacha *chacha = NULL;
-    cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter, (uint32_t)rounds, &chacha);
-    if (r == CB3_RESULT_INVALID_ARGUMENT) {
-        cb3_raisef(ctx, ctx->h_ValueError, "counter must be less than %s, got %llu", limit_text(wide),
-                   (unsigned long long)counter);
-        goto done;
-    }
+    /* rounds above UINT32_MAX become 0, which Rust refuses as it does 7 */
+    cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter,
+                                  rounds > UINT32_MAX ? 0 : (uint32_t)rounds, &chacha);
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_given_lengths given = {
+            .key = key->len,
+            .nonce = nonce->len,
+            .nonce_sizes = "8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha)",
+            .counter = counter,
+            .rounds = rounds,
+            .wide = wide,
+        };
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    ChaChaObject *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result)) {
+    result = cb3_new_instance(ctx, type, chacha);
+    if (HPy_IsNull(result))
         cb3_chacha_free(chacha);
-        goto done;
-    }
-    self->chacha = chacha;
-    self->wide = wide;
+    else
+        ChaChaObject_AsStruct(ctx, result)->wide = wide;
 done:
     cb3_release_all(ctx, &set);
     cb3_close_all(ctx, owned, CB3_MAX_ARGS);
@@ -92,54 +72,22 @@ static void ChaCha_destroy_impl(void *obj)
 
 /* ---- keystream ---- */
 
-HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
-            .doc = "update($self, data)\n--\n\n"
-                   "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
-                   "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
-                   "overflow.")
-static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    static const cb3_argspec spec = {"update", {"data", NULL}, 1, 0};
-    HPy arg[1];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
-    if (data == NULL || cb3_output_new(ctx, data->len, &out) < 0)
-        goto done;
-    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
-    if (chacha == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, out.ptr, out.len));
-    if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
-        goto done;
-    }
-    result = cb3_output_finish(ctx, &out);
-done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
-}
+/* update (a new bytes object), update_into (a caller's buffer) and
+ * xor_in_place: one cb3_chacha_apply call each. */
+typedef enum { UPDATE, UPDATE_INTO, XOR_IN_PLACE } apply_method;
 
-HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
-            .doc = "update_into($self, data, out)\n--\n\n"
-                   "Like update(), writing the result into the writable buffer out (at least len(data)\n"
-                   "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
-static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
+                 apply_method m)
 {
-    static const cb3_argspec spec = {"update_into", {"data", "out", NULL}, 2, 0};
     HPy arg[2];
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+    cb3_output fresh = CB3_OUTPUT_INIT;
+    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
-    const cb3_buffer *out = data ? cb3_borrow(ctx, &set, arg[1], "out", CB3_WRITE) : NULL;
-    if (out == NULL)
+    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], spec->names[0], m == XOR_IN_PLACE ? CB3_WRITE : CB3_READ);
+    const cb3_buffer *out = m != UPDATE_INTO ? data : data ? cb3_borrow(ctx, &set, arg[1], "out", CB3_WRITE) : NULL;
+    if (out == NULL || (m == UPDATE && cb3_output_new(ctx, data->len, &fresh) < 0))
         goto done;
     if (out->len < data->len) {
         cb3_raisef(ctx, ctx->h_ValueError, "out must be at least len(data) = %zu bytes, got %zu", data->len,
@@ -149,16 +97,42 @@ static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, s
     const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
     if (chacha == NULL)
         goto done;
+    uint8_t *target = m == UPDATE ? fresh.ptr : (uint8_t *)out->ptr;
     cb3_result r;
-    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, (uint8_t *)out->ptr, out->len));
+    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, target, data->len));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
+        cb3_raise(ctx, r, &given);
         goto done;
     }
-    result = HPyLong_FromSize_t(ctx, data->len);
+    result = m == UPDATE        ? cb3_output_finish(ctx, &fresh)
+             : m == UPDATE_INTO ? HPyLong_FromSize_t(ctx, data->len)
+                                : HPy_Dup(ctx, ctx->h_None);
 done:
+    cb3_output_discard(&fresh);
     cb3_release_all(ctx, &set);
     return result;
+}
+
+HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
+            .doc = "update($self, data)\n--\n\n"
+                   "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
+                   "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
+                   "overflow.")
+static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update", {"data", NULL}, 1, 0};
+    return apply(ctx, self, args, nargs, kwnames, &spec, UPDATE);
+}
+
+HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
+            .doc = "update_into($self, data, out)\n--\n\n"
+                   "Like update(), writing the result into the writable buffer out (at least len(data)\n"
+                   "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
+static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    static const cb3_argspec spec = {"update_into", {"data", "out", NULL}, 2, 0};
+    return apply(ctx, self, args, nargs, kwnames, &spec, UPDATE_INTO);
 }
 
 HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
@@ -167,27 +141,7 @@ HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
 static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"xor_in_place", {"buf", NULL}, 1, 0};
-    HPy arg[1];
-    HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
-        return HPy_NULL;
-    const cb3_buffer *buf = cb3_borrow(ctx, &set, arg[0], "buf", CB3_WRITE);
-    if (buf == NULL)
-        goto done;
-    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
-    if (chacha == NULL)
-        goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, buf->len, r, cb3_chacha_apply(chacha, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len));
-    if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
-        goto done;
-    }
-    result = HPy_Dup(ctx, ctx->h_None);
-done:
-    cb3_release_all(ctx, &set);
-    return result;
+    return apply(ctx, self, args, nargs, kwnames, &spec, XOR_IN_PLACE);
 }
 
 /* ---- position ---- */
@@ -242,14 +196,9 @@ static int split_position(HPyContext *ctx, HPy obj, uint64_t *block, uint32_t *o
         long low = HPyLong_AsLong(ctx, rem);
         if (high == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
             HPyErr_Clear(ctx);
-            if (wide && low == 0 && is_two_to_the_64(ctx, q)) {
-                *block = UINT64_MAX;
-                *offset = 64;
-            } else {
-                status = cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
-                                    wide ? "2**70 bytes with an 8-byte nonce"
-                                         : "2**38 bytes with a 12- or 24-byte nonce");
-            }
+            /* beyond: a position Rust refuses (CB3_RESULT_INVALID_POSITION) */
+            *block = UINT64_MAX;
+            *offset = wide && low == 0 && is_two_to_the_64(ctx, q) ? 64 : 65;
         } else {
             *block = high;
             *offset = (uint32_t)low;
@@ -286,13 +235,9 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
         return HPy_NULL;
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_chacha_seek(obj->chacha, block, offset));
-    if (r == CB3_RESULT_INVALID_ARGUMENT) {
-        cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
-                   obj->wide ? "2**70 bytes with an 8-byte nonce" : "2**38 bytes with a 12- or 24-byte nonce");
-        return HPy_NULL;
-    }
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(obj->wide);
+        cb3_raise(ctx, r, &given);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, ctx->h_None);
@@ -312,7 +257,8 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_chacha_position(chacha, &block, &offset));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
+        cb3_raise(ctx, r, &given);
         return HPy_NULL;
     }
     if (block < ((uint64_t)1 << 57))
@@ -370,15 +316,11 @@ static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, si
     const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
     if (nonce == NULL)
         goto done;
-    if (nonce->len != 16) {
-        cb3_raisef(ctx, ctx->h_ValueError, "nonce must be 16 bytes, got %zu", nonce->len);
-        goto done;
-    }
     if (cb3_output_new(ctx, 32, &out) < 0)
         goto done;
     cb3_result r = cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out.ptr, out.len);
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_given_lengths given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
         cb3_raise(ctx, r, &given);
         goto done;
     }

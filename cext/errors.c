@@ -1,4 +1,5 @@
 /* The one place where a cb3_result becomes a Python exception. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,42 +20,85 @@ int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
     return -1;
 }
 
+/* CB3_RESULT_FORKED: why the object cannot go on in a fork() child, and what
+ * to do instead, by type. */
+static const struct {
+    const char *object, *message;
+} forked[] = {
+    {"cb3.Stream", "this cb3.Stream was created in another process and cannot be used after fork(): parent and "
+                   "child would both go on from the same message index, and two messages under one nonce reveal "
+                   "each other's plaintext (a two-time pad); create a new Stream with a fresh nonce (or key) in "
+                   "this process"},
+    {"cb3.chacha20.ChaCha20",
+     "this cb3.chacha20.ChaCha20 was created in another process and cannot be used after fork(): parent and child "
+     "would both go on with the same keystream, and two messages under one keystream reveal each other's "
+     "plaintext; create a new ChaCha20 with a fresh nonce (or key) in this process"},
+    {"cb3.blake3", "this cb3.blake3 hasher was in use by another thread when the process forked: its state is "
+                   "incomplete and its lock is never released in the child; create a new hasher in this process "
+                   "(or copy() one before forking)"},
+};
+
+static int raise_global(HPyContext *ctx, HPyGlobal global, const char *message)
+{
+    HPy type = HPyGlobal_Load(ctx, global);
+    HPyErr_SetString(ctx, type, message);
+    HPy_Close(ctx, type);
+    return -1;
+}
+
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given)
 {
+    static const cb3_given_lengths nothing = {0, 0, 0};
+    if (given == NULL)
+        given = &nothing;
     switch (result) {
     case CB3_RESULT_INVALID_KEY_LENGTH:
         return cb3_raisef(ctx, ctx->h_ValueError, "key must be %d bytes, got %zu", CB3_KEY_SIZE, given->key);
     case CB3_RESULT_INVALID_NONCE_LENGTH:
+        if (given->nonce_sizes)
+            return cb3_raisef(ctx, ctx->h_ValueError, "nonce must be %s, got %zu", given->nonce_sizes, given->nonce);
         return cb3_raisef(ctx, ctx->h_ValueError, "nonce must be %d bytes, got %zu", CB3_NONCE_SIZE, given->nonce);
     case CB3_RESULT_INVALID_TAG_LENGTH:
         return cb3_raisef(ctx, ctx->h_ValueError, "tag must be %d bytes, got %zu", CB3_TAG_SIZE, given->tag);
+    case CB3_RESULT_INVALID_ROUNDS:
+        return cb3_raisef(ctx, ctx->h_ValueError, "rounds must be 20, 12 or 8, got %llu",
+                          (unsigned long long)given->rounds);
+    case CB3_RESULT_INVALID_COUNTER:
+        return cb3_raisef(ctx, ctx->h_ValueError, "counter must be less than %s, got %llu",
+                          given->wide ? "2**64 with an 8-byte nonce" : "2**32 with a 12- or 24-byte nonce",
+                          (unsigned long long)given->counter);
+    case CB3_RESULT_INVALID_POSITION:
+        return cb3_raisef(ctx, ctx->h_ValueError, "position must be at most the end of the keystream (%s)",
+                          given->wide ? "2**70 bytes with an 8-byte nonce" : "2**38 bytes with a 12- or 24-byte nonce");
     case CB3_RESULT_OVERLAPPING_BUFFERS:
         return cb3_raisef(ctx, ctx->h_ValueError,
                           "the output buffer overlaps an input; it may only start exactly at the data (in place)");
-    case CB3_RESULT_DECRYPTION_FAILED: {
-        HPy type = HPyGlobal_Load(ctx, cb3_DecryptionError);
-        HPyErr_SetString(ctx, type,
-                         "decryption failed: wrong key, nonce, associated data or tag, or modified ciphertext");
-        HPy_Close(ctx, type);
-        return -1;
-    }
-    case CB3_RESULT_COUNTER_OVERFLOW: {
-        HPy type = HPyGlobal_Load(ctx, cb3_KeystreamExhaustedError);
-        HPyErr_SetString(ctx, type,
-                         "the ChaCha keystream is exhausted for this key and nonce: the block counter would "
-                         "overflow (2**32 blocks with a 12- or 24-byte nonce, 2**64 with an 8-byte one); "
-                         "nothing was processed");
-        HPy_Close(ctx, type);
-        return -1;
-    }
+    case CB3_RESULT_DECRYPTION_FAILED:
+        return raise_global(ctx, cb3_DecryptionError,
+                            "decryption failed: wrong key, nonce, associated data or tag, or modified ciphertext");
+    case CB3_RESULT_COUNTER_OVERFLOW:
+        return raise_global(ctx, cb3_KeystreamExhaustedError,
+                            "the ChaCha keystream is exhausted for this key and nonce: the block counter would "
+                            "overflow (2**32 blocks with a 12- or 24-byte nonce, 2**64 with an 8-byte one); "
+                            "nothing was processed");
     case CB3_RESULT_IO_ERROR:
+        if (!HPy_IsNull(given->path)) { /* FileNotFoundError etc., with the errno and the file name */
+            errno = given->os_error ? given->os_error : EIO;
+            HPyErr_SetFromErrnoWithFilenameObjects(ctx, ctx->h_OSError, given->path, HPy_NULL);
+            return -1;
+        }
         return cb3_raisef(ctx, ctx->h_OSError, "%s", cb3_result_message(result));
     case CB3_RESULT_OUT_OF_MEMORY:
         return cb3_raisef(ctx, ctx->h_MemoryError, "%s", cb3_result_message(result));
     case CB3_RESULT_STREAM_EXHAUSTED:
         return cb3_raisef(ctx, ctx->h_OverflowError, "%s", cb3_result_message(result));
     case CB3_RESULT_FORKED:
-        return cb3_raise_forked(ctx, "this cb3 object", "", "create a new one in this process");
+        for (size_t i = 0; given->object != NULL && i < sizeof forked / sizeof forked[0]; i++) {
+            if (strcmp(given->object, forked[i].object) == 0)
+                return cb3_raisef(ctx, ctx->h_RuntimeError, "%s", forked[i].message);
+        }
+        return cb3_raisef(ctx, ctx->h_RuntimeError, "this cb3 object was created in another process and cannot be "
+                                                    "used after fork(); create a new one in this process");
     case CB3_RESULT_INTERRUPTED:
         /* The interrupt callback set the exception (KeyboardInterrupt, ...). */
         if (!HPyErr_Occurred(ctx))
@@ -62,19 +106,13 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         return -1;
     case CB3_RESULT_INSUFFICIENT_SIZE:
     case CB3_RESULT_INVALID_ARGUMENT:
+    case CB3_RESULT_INVALID_UTF8:
         return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));
     default:
         /* A panic is a bug: an internal error, reported with its code. */
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
                           cb3_result_message(result));
     }
-}
-
-int cb3_raise_forked(HPyContext *ctx, const char *what, const char *why, const char *instead)
-{
-    return cb3_raisef(ctx, ctx->h_RuntimeError,
-                      "%s was created in another process and cannot be used after fork()%s; %s", what, why,
-                      instead);
 }
 
 /* CPython 3.11's messages, for objects without a __dict__. */

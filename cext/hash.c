@@ -12,19 +12,8 @@ typedef struct {
 
 HPyType_HELPERS(Blake3Object)
 
-static const cb3_given_lengths no_lengths = {0, 0, 0};
-
-/* cb3_raise, with what to do for a hasher that a thread of the parent was
- * using when the process forked (an unused one moves to the child). */
-static int raise_result(HPyContext *ctx, cb3_result r)
-{
-    if (r == CB3_RESULT_FORKED)
-        return cb3_raisef(ctx, ctx->h_RuntimeError,
-                          "this cb3.blake3 hasher was in use by another thread when the process forked: its state "
-                          "is incomplete and its lock is never released in the child; create a new hasher in this "
-                          "process (or copy() one before forking)");
-    return cb3_raise(ctx, r, &no_lengths);
-}
+/* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
+static const cb3_given_lengths hasher_given = {.object = "cb3.blake3"};
 
 static const char *type_name(HPyContext *ctx, HPy obj)
 {
@@ -170,20 +159,17 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         r = cb3_blake3_new(max_threads, &hasher);
     }
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
         goto done;
     }
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
         goto done;
     }
-    Blake3Object *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result))
-        goto done;
-    self->hasher = hasher;
-    hasher = NULL;
+    result = cb3_new_instance(ctx, type, hasher);
+    if (!HPy_IsNull(result))
+        hasher = NULL;
 done:
     cb3_blake3_free(hasher);
     cb3_release_all(ctx, &set);
@@ -219,33 +205,10 @@ static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     cb3_release_all(ctx, &set);
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, self);
-}
-
-/* Raises the OSError subclass for errno `os_error` (FileNotFoundError, ...),
- * with the path as its filename. */
-static void raise_os_error(HPyContext *ctx, int os_error, HPy path)
-{
-    const char *text = os_error ? strerror(os_error) : "I/O error";
-    HPy code = HPyLong_FromLong(ctx, os_error ? os_error : 5 /* EIO */);
-    HPy message = HPyUnicode_FromString(ctx, text);
-    HPy args = HPy_IsNull(code) || HPy_IsNull(message) ? HPy_NULL : HPyTuple_Pack(ctx, 3, code, message, path);
-    HPy error = HPy_IsNull(args) ? HPy_NULL : HPy_CallTupleDict(ctx, ctx->h_OSError, args, HPy_NULL);
-    if (!HPy_IsNull(error)) {
-        HPy error_type = HPy_Type(ctx, error);
-        HPyErr_SetObject(ctx, error_type, error);
-        HPy_Close(ctx, error_type);
-        HPy_Close(ctx, error);
-    }
-    if (!HPy_IsNull(args))
-        HPy_Close(ctx, args);
-    if (!HPy_IsNull(message))
-        HPy_Close(ctx, message);
-    if (!HPy_IsNull(code))
-        HPy_Close(ctx, code);
 }
 
 /* update_mmap reads with the GIL released; between chunks Rust calls
@@ -320,12 +283,10 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
         HPy_ReenterPythonExecution(ctx, reading.state);
     Py_DECREF(encoded);
     HPy result = HPy_NULL;
-    if (r == CB3_RESULT_IO_ERROR) {
-        HPy path_obj = HPy_FromPyObject(ctx, fspath);
-        raise_os_error(ctx, os_error, path_obj);
-        HPy_Close(ctx, path_obj);
-    } else if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+    if (r != CB3_RESULT_OK) {
+        cb3_given_lengths given = {.object = "cb3.blake3", .os_error = os_error, .path = HPy_FromPyObject(ctx, fspath)};
+        cb3_raise(ctx, r, &given);
+        HPy_Close(ctx, given.path);
     } else {
         result = HPy_Dup(ctx, self);
     }
@@ -370,7 +331,7 @@ static HPy Blake3_digest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
         cb3_output_discard(&out);
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
         return HPy_NULL;
     }
     return cb3_output_finish(ctx, &out);
@@ -396,7 +357,7 @@ static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, siz
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
     HPy result = HPy_NULL;
     if (r != CB3_RESULT_OK)
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
     else
         result = hex_string(ctx, bytes, length);
     if (bytes != small)
@@ -418,18 +379,14 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
         return HPy_NULL;
     }
     HPy type = HPy_Type(ctx, self);
-    Blake3Object *other;
-    HPy result = HPy_New(ctx, type, &other);
+    HPy result = cb3_new_instance(ctx, type, copy);
     HPy_Close(ctx, type);
-    if (HPy_IsNull(result)) {
+    if (HPy_IsNull(result))
         cb3_blake3_free(copy);
-        return HPy_NULL;
-    }
-    other->hasher = copy;
     return result;
 }
 
@@ -444,7 +401,7 @@ static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher));
     if (r != CB3_RESULT_OK) {
-        raise_result(ctx, r);
+        cb3_raise(ctx, r, &hasher_given);
         return HPy_NULL;
     }
     return HPy_Dup(ctx, ctx->h_None);

@@ -43,13 +43,9 @@ static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    StreamObject *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result)) {
+    result = cb3_new_instance(ctx, type, stream);
+    if (HPy_IsNull(result))
         cb3_stream_free(stream);
-        goto done;
-    }
-    self->stream = stream;
 done:
     cb3_release_all(ctx, &set);
     cb3_close_all(ctx, owned, CB3_MAX_ARGS);
@@ -81,28 +77,18 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[1], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL)
         goto done;
-    if (decrypt && data->len < CB3_TAG_SIZE) {
-        cb3_given_lengths none = {0, 0, 0};
-        cb3_raise(ctx, CB3_RESULT_DECRYPTION_FAILED, &none);
-        goto done;
-    }
-    if (cb3_output_new(ctx, decrypt ? data->len - CB3_TAG_SIZE : data->len + CB3_TAG_SIZE, &out) < 0)
+    /* Shorter than the tag: an empty output, and Rust refuses the message. */
+    size_t out_len = !decrypt ? data->len + CB3_TAG_SIZE : data->len >= CB3_TAG_SIZE ? data->len - CB3_TAG_SIZE : 0;
+    if (cb3_output_new(ctx, out_len, &out) < 0)
         goto done;
     const cb3_stream *stream = CB3_INNER(ctx, self, StreamObject, stream);
     if (stream == NULL)
         goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
-    if (r == CB3_RESULT_FORKED) {
-        cb3_raise_forked(ctx, "this cb3.Stream",
-                         ": parent and child would both go on from the same message index, and two messages "
-                         "under one nonce reveal each other's plaintext (a two-time pad)",
-                         "create a new Stream with a fresh nonce (or key) in this process");
-        goto done;
-    }
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths none = {0, 0, 0};
-        cb3_raise(ctx, r, &none);
+        static const cb3_given_lengths given = {.object = "cb3.Stream"};
+        cb3_raise(ctx, r, &given);
         goto done;
     }
     result = cb3_output_finish(ctx, &out);

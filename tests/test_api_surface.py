@@ -313,3 +313,22 @@ def test_loader_error_does_not_send_users_to_pypi():
     assert message is not None
     assert not re.search(r"pip install (--\S+ )*cb3(?![-\w.])", message), message
     assert "pip install --force-reinstall --no-cache-dir ." in message and ".whl" in message
+
+
+def test_every_result_code_is_documented():
+    """docs/c-api.md's table of result codes is the header's enum, code for code."""
+    root = Path(__file__).resolve().parent.parent
+    header = dict(re.findall(r"\b(CB3_RESULT_\w+) = (\d+)", (root / "rustlib/include/cb3.h").read_text()))
+    table = dict(re.findall(r"^\| `(CB3_RESULT_\w+)` \| (\d+) \|", (root / "docs/c-api.md").read_text(), re.M))
+    assert len(header) >= 19
+    assert table == header
+
+
+def test_architecture_lists_the_tree():
+    """docs/development.md's Architecture block names exactly the source files of the three layers."""
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "docs/development.md").read_text()
+    block = text.split("## Architecture", 1)[1].split("```")[1]
+    listed = set(re.findall(r"[\w.]+\.(?:py|c|rs)\b", block))
+    actual = {p.name for d, ext in (("cb3", "py"), ("cext", "c"), ("rustlib/src", "rs")) for p in (root / d).glob(f"*.{ext}")}
+    assert listed == actual

@@ -15,6 +15,7 @@ import mmap
 
 import cb3
 import cb3.aead
+import cb3.blake3 as blake3  # blake3-py's `import blake3`, as README documents it
 import cb3.errors
 import cb3.stream
 from cb3 import ChaCha20Blake3, Cipher, DecryptionError, InvalidTag, Stream
@@ -172,6 +173,12 @@ def chunked_streams(key: bytes) -> int:
     return end
 
 
+def blake3_module_spelling() -> str:
+    hasher: cb3.blake3 = blake3.blake3(b"abc", max_threads=blake3.AUTO)
+    assert isinstance(blake3.__version__, str)
+    return hasher.hexdigest()
+
+
 def main() -> dict[str, object]:
     consts = constants()
     key, nonce = keys()
@@ -185,6 +192,7 @@ def main() -> dict[str, object]:
     seen = errors(cipher, nonce)
     index = streams(key, nonce)
     assert chunked_streams(key) == 1004
+    assert blake3_module_spelling() == cb3.hash(b"abc").hex()
     return {"constants": consts, "errors": seen, "index": index}
 
 

@@ -211,9 +211,10 @@ typedef enum cb3_result {
    */
   CB3_RESULT_STREAM_EXHAUSTED = 3007,
   /**
-   * An argument is out of its documented range: a buffer length above
-   * `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`;
-   * or an object pointer that is not a live object of the function's type
+   * An argument is out of its documented range and no more specific code
+   * applies: a buffer length above `PTRDIFF_MAX`, `cb3_stream_new`'s
+   * `message_index` at `UINT64_MAX`, a `cb3_chunked` header, batch or
+   * index the file format refuses; or an object pointer that is not a live object of the function's type
    * (already freed, or of another type: every call checks a tag in the
    * object, which `cb3_*_free` erases; see the free functions).
    */
@@ -260,6 +261,27 @@ typedef enum cb3_result {
    * `CB3_RESULT_IO_ERROR`.
    */
   CB3_RESULT_INTERRUPTED = 3014,
+  /**
+   * `cb3_chacha_new`'s `rounds` is not 20, 12 or 8.
+   */
+  CB3_RESULT_INVALID_ROUNDS = 3015,
+  /**
+   * `cb3_chacha_new`'s starting block `counter` is at or past the end of
+   * the keystream (2^32 blocks with a 12- or 24-byte nonce, 2^64 with an
+   * 8-byte one).
+   */
+  CB3_RESULT_INVALID_COUNTER = 3016,
+  /**
+   * `cb3_chacha_seek`'s position is past the end of the keystream (2^38
+   * bytes with a 12- or 24-byte nonce, 2^70 with an 8-byte one), or its
+   * `offset` is above 64. The position is unchanged.
+   */
+  CB3_RESULT_INVALID_POSITION = 3017,
+  /**
+   * Text that must be UTF-8 is not: a BLAKE3 key-derivation context, or a
+   * file path given to `cb3_blake3_update_file`.
+   */
+  CB3_RESULT_INVALID_UTF8 = 3018,
 } cb3_result;
 
 /**
@@ -699,8 +721,9 @@ enum cb3_result cb3_bench_reference(unsigned int mode,
  * `rounds` (20, 12 or 8).
  *
  * Errors: `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_NONCE_LENGTH`,
- * and `CB3_RESULT_INVALID_ARGUMENT` for other `rounds` or for a `counter` of
- * 2^32 or more with a 12- or 24-byte nonce. On failure `*chacha_out` is not
+ * `CB3_RESULT_INVALID_ROUNDS` for other `rounds`, and
+ * `CB3_RESULT_INVALID_COUNTER` for a `counter` of 2^32 or more with a 12- or
+ * 24-byte nonce. On failure `*chacha_out` is not
  * written.
  */
 enum cb3_result cb3_chacha_new(const uint8_t *key,
@@ -746,7 +769,7 @@ enum cb3_result cb3_chacha_apply(const struct cb3_chacha *chacha,
  * `block`, the only way to name the very end of a 64-bit keystream. The
  * position may be at most the end of the keystream (2^38 bytes with a 12-
  * or 24-byte nonce, 2^70 with an 8-byte one), else
- * `CB3_RESULT_INVALID_ARGUMENT` and the position is unchanged.
+ * `CB3_RESULT_INVALID_POSITION` and the position is unchanged.
  */
 enum cb3_result cb3_chacha_seek(const struct cb3_chacha *chacha, uint64_t block, uint32_t offset);
 
@@ -975,7 +998,7 @@ enum cb3_result cb3_blake3_new_keyed(const uint8_t *key,
 /**
  * Creates a hasher for BLAKE3's key derivation mode with the given context
  * string: `context_len` bytes of UTF-8, not NUL-terminated (invalid UTF-8 is
- * `CB3_RESULT_INVALID_ARGUMENT`). The context should be hardcoded, globally
+ * `CB3_RESULT_INVALID_UTF8`). The context should be hardcoded, globally
  * unique and application-specific; the key material is then fed with
  * `cb3_blake3_update`. `max_threads` as for `cb3_blake3_new`.
  */
@@ -1110,7 +1133,7 @@ enum cb3_result cb3_blake3_keyed_hash(const uint8_t *key,
 /**
  * One-shot BLAKE3 key derivation: derives `out_len` bytes from
  * `key_material` under the UTF-8 `context` string (`context_len` bytes, not
- * NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_ARGUMENT`). `out`
+ * NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_UTF8`). `out`
  * must not overlap the inputs.
  */
 enum cb3_result cb3_blake3_derive_key(const uint8_t *context,

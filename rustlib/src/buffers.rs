@@ -50,7 +50,10 @@ impl Raw {
         if self.len == 0 {
             &[]
         } else {
-            std::slice::from_raw_parts(self.ptr, self.len)
+            // SAFETY: `ptr` is not NULL (Raw::new refused NULL with a
+            // length), `len` is at most PTRDIFF_MAX, and the caller guarantees
+            // `len` readable bytes that nobody writes during the call.
+            unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
         }
     }
 
@@ -60,7 +63,9 @@ impl Raw {
         if self.len == 0 {
             &mut []
         } else {
-            std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len)
+            // SAFETY: as for `as_slice`, and the caller guarantees the bytes
+            // are writable with no other live reference to them.
+            unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
         }
     }
 }
@@ -80,7 +85,9 @@ pub unsafe fn fixed<'a, const N: usize>(
     if len != N {
         return Err(wrong_length);
     }
-    Ok(&*(ptr as *const [u8; N]))
+    // SAFETY: `ptr` is not NULL and the caller guarantees `len` == N readable
+    // bytes for the call; [u8; N] has alignment 1.
+    Ok(unsafe { &*(ptr as *const [u8; N]) })
 }
 
 /// Fails with `CB3_RESULT_OVERLAPPING_BUFFERS` if `output` shares a byte with
@@ -98,6 +105,7 @@ pub fn disjoint(output: &Raw, inputs: &[Raw]) -> Cb3Result<()> {
 /// `out` is NULL or valid for one write of `T`.
 pub unsafe fn store<T>(out: *mut T, value: T) {
     if !out.is_null() {
-        out.write(value);
+        // SAFETY: not NULL, and the caller guarantees it is valid for a write.
+        unsafe { out.write(value) };
     }
 }

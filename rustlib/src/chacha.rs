@@ -123,7 +123,7 @@ impl<R: Rounds> Keystream<R> {
         };
         let blocks: u128 = if wide { 1 << 64 } else { SEGMENT_BLOCKS };
         if u128::from(counter) >= blocks {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidCounter);
         }
         let core = ChaChaCore::<R, Ietf>::new(&key.into(), &ietf_nonce.into());
         Ok(Keystream {
@@ -156,7 +156,7 @@ impl<R: Rounds> Keystream<R> {
     /// by the next call.
     fn seek(&mut self, position: u128) -> Cb3Result<()> {
         if position > self.end {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidPosition);
         }
         self.pos = position;
         Ok(())
@@ -280,7 +280,9 @@ impl cb3_chacha {
 /// # Safety
 /// `ptr` is NULL or came from `cb3_chacha_new`.
 unsafe fn chacha_ref<'a>(ptr: *const cb3_chacha) -> Cb3Result<&'a cb3_chacha> {
-    object::get_here(ptr)
+    // SAFETY: the caller's guarantee is get_here's (a pointer from
+    // cb3_chacha_new, freed or not, or NULL).
+    unsafe { object::get_here(ptr) }
 }
 
 /// Creates a ChaCha keystream from a 32-byte key, a nonce of 8, 12 or 24
@@ -289,8 +291,9 @@ unsafe fn chacha_ref<'a>(ptr: *const cb3_chacha) -> Cb3Result<&'a cb3_chacha> {
 /// `rounds` (20, 12 or 8).
 ///
 /// Errors: `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_NONCE_LENGTH`,
-/// and `CB3_RESULT_INVALID_ARGUMENT` for other `rounds` or for a `counter` of
-/// 2^32 or more with a 12- or 24-byte nonce. On failure `*chacha_out` is not
+/// `CB3_RESULT_INVALID_ROUNDS` for other `rounds`, and
+/// `CB3_RESULT_INVALID_COUNTER` for a `counter` of 2^32 or more with a 12- or
+/// 24-byte nonce. On failure `*chacha_out` is not
 /// written.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_new(
@@ -303,11 +306,14 @@ pub unsafe extern "C" fn cb3_chacha_new(
     chacha_out: *mut *mut cb3_chacha,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         if nonce.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let nonce = Raw::new(nonce, nonce_len)?.as_slice();
+        // SAFETY: the C caller's contract; not NULL.
+        let nonce = unsafe { Raw::new(nonce, nonce_len)?.as_slice() };
         if chacha_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
@@ -319,10 +325,11 @@ pub unsafe extern "C" fn cb3_chacha_new(
                 if !matches!(nonce.len(), 8 | 12 | 24) {
                     return Err(cb3_result::InvalidNonceLength);
                 }
-                return Err(cb3_result::InvalidArgument);
+                return Err(cb3_result::InvalidRounds);
             }
         };
-        let made = object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out);
+        // SAFETY: `chacha_out` is not NULL and valid for a write (the contract).
+        let made = unsafe { object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out) };
         scrub_stack(); // the key was copied and moved through these frames
         made
     })
@@ -339,7 +346,9 @@ pub unsafe extern "C" fn cb3_chacha_new(
 /// `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_free(chacha: *mut cb3_chacha) {
-    ffi_boundary_or((), || object::free(chacha))
+    // SAFETY: the contract above: NULL or a pointer from cb3_chacha_new that
+    // no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(chacha) })
 }
 
 /// XORs the next `input_len` keystream bytes with `input` into `out`
@@ -359,7 +368,8 @@ pub unsafe extern "C" fn cb3_chacha_apply(
     out_len: usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let chacha = chacha_ref(chacha)?;
+        // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
+        let chacha = unsafe { chacha_ref(chacha) }?;
         let data = Raw::new(input, input_len)?;
         if out.is_null() && input_len > 0 {
             return Err(cb3_result::NullParameter);
@@ -368,7 +378,9 @@ pub unsafe extern "C" fn cb3_chacha_apply(
             return Err(cb3_result::InsufficientSize);
         }
         let out = Raw::new(out, input_len)?;
-        let (source, out) = data_and_output(data, out, &[])?;
+        // SAFETY: the C caller's contract: `input_len` readable and writable
+        // bytes at `input` and `out`; data_and_output checks their overlap.
+        let (source, out) = unsafe { data_and_output(data, out, &[]) }?;
         let done = dispatch!(&mut *chacha.lock(), ks => ks.apply(source, out));
         scrub_stack(); // the backends copy the key words of the state
         done
@@ -380,13 +392,14 @@ pub unsafe extern "C" fn cb3_chacha_apply(
 /// `block`, the only way to name the very end of a 64-bit keystream. The
 /// position may be at most the end of the keystream (2^38 bytes with a 12-
 /// or 24-byte nonce, 2^70 with an 8-byte one), else
-/// `CB3_RESULT_INVALID_ARGUMENT` and the position is unchanged.
+/// `CB3_RESULT_INVALID_POSITION` and the position is unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_seek(chacha: *const cb3_chacha, block: u64, offset: u32) -> cb3_result {
     ffi_boundary(|| {
-        let chacha = chacha_ref(chacha)?;
+        // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
+        let chacha = unsafe { chacha_ref(chacha) }?;
         if offset > 64 {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidPosition);
         }
         let position = u128::from(block) * BLOCK + u128::from(offset);
         dispatch!(&mut *chacha.lock(), ks => ks.seek(position))
@@ -406,7 +419,8 @@ pub unsafe extern "C" fn cb3_chacha_position(
     offset_out: *mut u32,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let (chacha, owner) = object::get_with_owner(chacha)?;
+        // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
+        let (chacha, owner) = unsafe { object::get_with_owner(chacha) }?;
         if block_out.is_null() || offset_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
@@ -426,8 +440,11 @@ pub unsafe extern "C" fn cb3_chacha_position(
             block -= 1;
             offset += 64;
         }
-        store(block_out, block as u64);
-        store(offset_out, offset);
+        // SAFETY: the C caller's contract: each is NULL or valid for a write.
+        unsafe {
+            store(block_out, block as u64);
+            store(offset_out, offset);
+        }
         Ok(())
     })
 }
@@ -449,8 +466,10 @@ pub unsafe extern "C" fn cb3_hchacha20(
     ffi_boundary(|| {
         let key_raw = Raw::new(key, key_len)?;
         let nonce_raw = Raw::new(nonce, nonce_len)?;
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        let nonce = fixed::<16>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        // SAFETY: the C caller's contract, each pointer valid for its length.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        // SAFETY: as for the key.
+        let nonce = unsafe { fixed::<16>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
         if out.is_null() {
             return Err(cb3_result::NullParameter);
         }
@@ -460,7 +479,9 @@ pub unsafe extern "C" fn cb3_hchacha20(
         let out = Raw::new(out, 32)?;
         disjoint(&out, &[key_raw, nonce_raw])?;
         let mut subkey = hchacha::<R20>(key.into(), nonce.into());
-        out.as_mut_slice().copy_from_slice(&subkey);
+        // SAFETY: the contract: 32 writable bytes at `out` (out_len >= 32),
+        // checked above not to overlap the inputs.
+        unsafe { out.as_mut_slice() }.copy_from_slice(&subkey);
         subkey.as_mut_slice().zeroize();
         scrub_stack();
         Ok(())

@@ -38,9 +38,10 @@ pub enum cb3_result {
     /// A stream has used its last message index; it will fail from now on
     /// rather than ever reuse a nonce.
     StreamExhausted = 3007,
-    /// An argument is out of its documented range: a buffer length above
-    /// `PTRDIFF_MAX`, or `cb3_stream_new`'s `message_index` at `UINT64_MAX`;
-    /// or an object pointer that is not a live object of the function's type
+    /// An argument is out of its documented range and no more specific code
+    /// applies: a buffer length above `PTRDIFF_MAX`, `cb3_stream_new`'s
+    /// `message_index` at `UINT64_MAX`, a `cb3_chunked` header, batch or
+    /// index the file format refuses; or an object pointer that is not a live object of the function's type
     /// (already freed, or of another type: every call checks a tag in the
     /// object, which `cb3_*_free` erases; see the free functions).
     InvalidArgument = 3008,
@@ -74,7 +75,24 @@ pub enum cb3_result {
     /// `cb3_blake3_update_file`). Its work so far is kept, as for
     /// `CB3_RESULT_IO_ERROR`.
     Interrupted = 3014,
+    /// `cb3_chacha_new`'s `rounds` is not 20, 12 or 8.
+    InvalidRounds = 3015,
+    /// `cb3_chacha_new`'s starting block `counter` is at or past the end of
+    /// the keystream (2^32 blocks with a 12- or 24-byte nonce, 2^64 with an
+    /// 8-byte one).
+    InvalidCounter = 3016,
+    /// `cb3_chacha_seek`'s position is past the end of the keystream (2^38
+    /// bytes with a 12- or 24-byte nonce, 2^70 with an 8-byte one), or its
+    /// `offset` is above 64. The position is unchanged.
+    InvalidPosition = 3017,
+    /// Text that must be UTF-8 is not: a BLAKE3 key-derivation context, or a
+    /// file path given to `cb3_blake3_update_file`.
+    InvalidUtf8 = 3018,
 }
+
+/// The last code: the codes are 0 and `3000..=LAST`, with no gaps (the test
+/// `codes_are_contiguous` checks it).
+const LAST: cb3_result = cb3_result::InvalidUtf8;
 
 impl cb3_result {
     /// The code with this numeric value, if there is one. C can pass any
@@ -82,25 +100,13 @@ impl cb3_result {
     /// undeclared value is undefined behaviour, so values from C arrive as
     /// integers and are converted here.
     pub fn from_code(code: u32) -> Option<Self> {
-        const ALL: [cb3_result; 16] = [
-            cb3_result::Ok,
-            cb3_result::NullParameter,
-            cb3_result::InvalidKeyLength,
-            cb3_result::InvalidNonceLength,
-            cb3_result::InvalidTagLength,
-            cb3_result::InsufficientSize,
-            cb3_result::OverlappingBuffers,
-            cb3_result::DecryptionFailed,
-            cb3_result::StreamExhausted,
-            cb3_result::InvalidArgument,
-            cb3_result::Panic,
-            cb3_result::CounterOverflow,
-            cb3_result::IoError,
-            cb3_result::OutOfMemory,
-            cb3_result::Forked,
-            cb3_result::Interrupted,
-        ];
-        ALL.into_iter().find(|result| *result as u32 == code)
+        if code != 0 && !(cb3_result::NullParameter as u32..=LAST as u32).contains(&code) {
+            return None;
+        }
+        // SAFETY: cb3_result is repr(C) with a u32-sized discriminant (its
+        // values fit in u32 and none is negative), and `code` is one of its
+        // declared values: 0, or within the gap-free range 3000..=LAST.
+        Some(unsafe { std::mem::transmute::<u32, cb3_result>(code) })
     }
 
     /// Human-readable text for the code (static, NUL-terminated).
@@ -128,6 +134,10 @@ impl cb3_result {
                 c"the object was created in another process (before fork()): create a new one, with a fresh nonce, in this process"
             }
             Self::Interrupted => c"the operation was interrupted by its callback",
+            Self::InvalidRounds => c"rounds must be 20, 12 or 8",
+            Self::InvalidCounter => c"the starting block counter is past the end of the keystream",
+            Self::InvalidPosition => c"the position is past the end of the keystream",
+            Self::InvalidUtf8 => c"text must be UTF-8",
         }
     }
 }
@@ -165,4 +175,33 @@ where
     F: FnOnce() -> T + UnwindSafe,
 {
     catch_unwind(f).unwrap_or(default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code, by an exhaustive match: a new variant fails to compile
+    /// here until it is listed, and the test then checks `from_code`'s range.
+    #[test]
+    fn codes_are_contiguous() {
+        let mut count = 0;
+        for code in (0..=0).chain(3000..=LAST as u32) {
+            let result = cb3_result::from_code(code).expect("no gaps");
+            assert_eq!(result as u32, code);
+            count += match result {
+                cb3_result::Ok | cb3_result::NullParameter | cb3_result::InvalidKeyLength
+                | cb3_result::InvalidNonceLength | cb3_result::InvalidTagLength | cb3_result::InsufficientSize
+                | cb3_result::OverlappingBuffers | cb3_result::DecryptionFailed | cb3_result::StreamExhausted
+                | cb3_result::InvalidArgument | cb3_result::Panic | cb3_result::CounterOverflow
+                | cb3_result::IoError | cb3_result::OutOfMemory | cb3_result::Forked | cb3_result::Interrupted
+                | cb3_result::InvalidRounds | cb3_result::InvalidCounter | cb3_result::InvalidPosition
+                | cb3_result::InvalidUtf8 => 1,
+            };
+        }
+        assert_eq!(count, 20);
+        for code in [1, 2999, LAST as u32 + 1, u32::MAX] {
+            assert_eq!(cb3_result::from_code(code), None);
+        }
+    }
 }

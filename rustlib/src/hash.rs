@@ -258,7 +258,7 @@ unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *m
 /// See `buffers`.
 unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&'a str> {
     let context = Raw::new(context, context_len)?;
-    std::str::from_utf8(context.as_slice()).map_err(|_| cb3_result::InvalidArgument)
+    std::str::from_utf8(context.as_slice()).map_err(|_| cb3_result::InvalidUtf8)
 }
 
 /// Creates a hasher for the default (unkeyed) BLAKE3 hash.
@@ -297,7 +297,7 @@ pub unsafe extern "C" fn cb3_blake3_new_keyed(
 
 /// Creates a hasher for BLAKE3's key derivation mode with the given context
 /// string: `context_len` bytes of UTF-8, not NUL-terminated (invalid UTF-8 is
-/// `CB3_RESULT_INVALID_ARGUMENT`). The context should be hardcoded, globally
+/// `CB3_RESULT_INVALID_UTF8`). The context should be hardcoded, globally
 /// unique and application-specific; the key material is then fed with
 /// `cb3_blake3_update`. `max_threads` as for `cb3_blake3_new`.
 #[no_mangle]
@@ -544,7 +544,7 @@ fn hash_file(
 
 #[cfg(not(unix))]
 fn path_from_bytes(bytes: &[u8]) -> Cb3Result<&Path> {
-    std::str::from_utf8(bytes).map(Path::new).map_err(|_| cb3_result::InvalidArgument)
+    std::str::from_utf8(bytes).map(Path::new).map_err(|_| cb3_result::InvalidUtf8)
 }
 
 /// Writes `out_len` bytes of the hasher's extendable output, starting at
@@ -639,7 +639,7 @@ pub unsafe extern "C" fn cb3_blake3_keyed_hash(
 
 /// One-shot BLAKE3 key derivation: derives `out_len` bytes from
 /// `key_material` under the UTF-8 `context` string (`context_len` bytes, not
-/// NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_ARGUMENT`). `out`
+/// NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_UTF8`). `out`
 /// must not overlap the inputs.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_derive_key(

@@ -6,19 +6,29 @@
 //! buffer pointer is followed by its length; outputs are written only on
 //! success; no panic crosses the boundary; the hot paths do not allocate.
 #![allow(non_camel_case_types)]
-#![allow(unsafe_op_in_unsafe_fn)]
+// Every unsafe operation sits in its own `unsafe` block with a `SAFETY:`
+// comment, also inside `unsafe fn`s. The modules still marked below predate
+// the rule and keep the old default until they are converted.
+#![deny(unsafe_op_in_unsafe_fn)]
 
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod aead;
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod bench;
 pub mod buffers;
 pub mod chacha;
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod chunked;
 pub mod errors;
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod hash;
 pub mod info;
 pub mod object;
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod parallel;
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod stream;
+#[allow(unsafe_op_in_unsafe_fn)]
 pub mod wipe;
 
 pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};

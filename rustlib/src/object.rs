@@ -82,7 +82,9 @@ pub unsafe fn give<T: Object>(value: T, out: *mut *mut T) -> Cb3Result<()> {
         owner: AtomicU32::new(process_id()),
         value,
     }));
-    out.write(addr_of_mut!((*tagged).value));
+    // SAFETY: `out` is not NULL and the caller guarantees it is valid for a
+    // write; `tagged` is the live allocation just made.
+    unsafe { out.write(addr_of_mut!((*tagged).value)) };
     Ok(())
 }
 
@@ -98,10 +100,14 @@ unsafe fn live_header<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a Tagged<T>> 
         return Err(cb3_result::NullParameter);
     }
     let tagged = header(ptr);
-    if !tagged.is_aligned() || (*addr_of!((*tagged).magic)).load(Ordering::Acquire) != T::MAGIC {
+    // SAFETY: the caller guarantees a readable header before `ptr` (freed
+    // memory keeps its FREED tag, see `free`); the tag is atomic and read only
+    // once the pointer is known to be aligned.
+    if !tagged.is_aligned() || unsafe { (*addr_of!((*tagged).magic)).load(Ordering::Acquire) } != T::MAGIC {
         return Err(cb3_result::InvalidArgument);
     }
-    Ok(&*tagged)
+    // SAFETY: the tag says this is a live `Tagged<T>`, made by `give`.
+    Ok(unsafe { &*tagged })
 }
 
 /// The live object at `ptr`, usable from any process (see [`live_header`]
@@ -110,7 +116,8 @@ unsafe fn live_header<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a Tagged<T>> 
 /// # Safety
 /// As for [`live_header`].
 pub unsafe fn get<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
-    live_header(ptr).map(|tagged| &tagged.value)
+    // SAFETY: the caller's guarantee is live_header's.
+    unsafe { live_header(ptr) }.map(|tagged| &tagged.value)
 }
 
 /// The live object at `ptr` if this process created it, else
@@ -119,7 +126,8 @@ pub unsafe fn get<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
 /// # Safety
 /// As for [`live_header`].
 pub unsafe fn get_here<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
-    let tagged = live_header(ptr)?;
+    // SAFETY: the caller's guarantee is live_header's.
+    let tagged = unsafe { live_header(ptr) }?;
     if tagged.owner.load(Ordering::Acquire) != process_id() {
         return Err(cb3_result::Forked);
     }
@@ -132,7 +140,8 @@ pub unsafe fn get_here<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
 /// # Safety
 /// As for [`live_header`].
 pub unsafe fn get_with_owner<'a, T: Object>(ptr: *const T) -> Cb3Result<(&'a T, &'a AtomicU32)> {
-    live_header(ptr).map(|tagged| (&tagged.value, &tagged.owner))
+    // SAFETY: the caller's guarantee is live_header's.
+    unsafe { live_header(ptr) }.map(|tagged| (&tagged.value, &tagged.owner))
 }
 
 /// Frees the object at `ptr` (NULL: nothing). A pointer that is not a live
@@ -146,8 +155,10 @@ pub unsafe fn free<T: Object>(ptr: *mut T) {
         return;
     }
     let tagged = header(ptr);
+    // SAFETY: as in `live_header`: a readable header, its atomic tag read
+    // only when aligned; the exchange makes this the one call that frees it.
     let released = tagged.is_aligned()
-        && (*addr_of!((*tagged).magic))
+        && unsafe { &*addr_of!((*tagged).magic) }
             .compare_exchange(T::MAGIC, FREED, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
     if !released {
@@ -160,7 +171,9 @@ pub unsafe fn free<T: Object>(ptr: *mut T) {
         );
         std::process::abort();
     }
-    drop(Box::from_raw(tagged));
+    // SAFETY: `tagged` came from Box::into_raw in `give`, its tag was live
+    // and is now FREED, and no other thread uses the object.
+    drop(unsafe { Box::from_raw(tagged) });
 }
 
 /// Releases the memory of an object whose value the caller already dropped
@@ -171,7 +184,9 @@ pub unsafe fn free<T: Object>(ptr: *mut T) {
 /// `ptr` came from [`give`], its value was dropped, and it is used no more.
 #[doc(hidden)]
 pub unsafe fn dealloc_dropped<T>(ptr: *mut T) {
-    std::alloc::dealloc(header(ptr).cast::<u8>(), std::alloc::Layout::new::<Tagged<T>>());
+    // SAFETY: the allocation of `give` (a Box of Tagged<T>, this layout),
+    // whose value the caller dropped and no longer uses.
+    unsafe { std::alloc::dealloc(header(ptr).cast::<u8>(), std::alloc::Layout::new::<Tagged<T>>()) };
 }
 
 // ---- the current process ----

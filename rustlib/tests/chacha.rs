@@ -283,7 +283,7 @@ fn counter_limits() {
         assert_eq!(cipher.apply(b"x"), Err(cb3_result::CounterOverflow));
         assert_eq!(cipher.apply(b""), Ok(vec![]));
         assert_eq!(cipher.seek(64u128 << 64), cb3_result::Ok);
-        assert_eq!(unsafe { cb3_chacha_seek(cipher.0, u64::MAX, 65) }, cb3_result::InvalidArgument);
+        assert_eq!(unsafe { cb3_chacha_seek(cipher.0, u64::MAX, 65) }, cb3_result::InvalidPosition);
 
         for nonce_len in [12usize, 24] {
             let nonce = bytes(3, nonce_len);
@@ -298,12 +298,12 @@ fn counter_limits() {
             assert_eq!(cipher.apply(b"x"), Err(cb3_result::CounterOverflow));
             let mut one = [0u8; 1];
             assert_eq!(cipher.apply_in_place(&mut one), cb3_result::CounterOverflow);
-            assert_eq!(cipher.seek(last + 65), cb3_result::InvalidArgument);
+            assert_eq!(cipher.seek(last + 65), cb3_result::InvalidPosition);
             assert_eq!(cipher.position(), last + 64);
             // Counter 2^32 - 1 is the last block; 2^32 is refused.
             let cipher = Chacha::new(&key, &nonce, (1 << 32) - 1, n).unwrap();
             assert_eq!(cipher.keystream(64), reference_keystream(&key, &nonce, n, last, 64));
-            assert_eq!(Chacha::new(&key, &nonce, 1 << 32, n).err(), Some(cb3_result::InvalidArgument));
+            assert_eq!(Chacha::new(&key, &nonce, 1 << 32, n).err(), Some(cb3_result::InvalidCounter));
         }
     }
 }
@@ -363,7 +363,7 @@ fn errors() {
         assert_eq!(Chacha::new(&vec![0u8; key_len], &[0u8; 12], 0, 20).err(), Some(cb3_result::InvalidKeyLength));
     }
     for rounds in [0u32, 1, 10, 16, 21, 24] {
-        assert_eq!(Chacha::new(&key, &[0u8; 12], 0, rounds).err(), Some(cb3_result::InvalidArgument));
+        assert_eq!(Chacha::new(&key, &[0u8; 12], 0, rounds).err(), Some(cb3_result::InvalidRounds));
     }
     let mut p = ptr::null_mut();
     assert_eq!(unsafe { cb3_chacha_new(key.as_ptr(), 32, ptr::null(), 0, 0, 20, &mut p) }, cb3_result::NullParameter);
@@ -385,7 +385,7 @@ fn errors() {
     let r = unsafe { cb3_chacha_apply(cipher.0, data.as_ptr(), 50, out.as_mut_ptr(), 100) };
     assert_eq!(r, cb3_result::Ok);
     assert!(out[50..].iter().all(|&b| b == 0xAA));
-    assert_eq!(unsafe { cb3_chacha_seek(cipher.0, 0, 65) }, cb3_result::InvalidArgument);
+    assert_eq!(unsafe { cb3_chacha_seek(cipher.0, 0, 65) }, cb3_result::InvalidPosition);
     assert_eq!(unsafe { cb3_chacha_seek(ptr::null(), 0, 0) }, cb3_result::NullParameter);
     let mut block = 0u64;
     assert_eq!(unsafe { cb3_chacha_position(cipher.0, &mut block, ptr::null_mut()) }, cb3_result::NullParameter);

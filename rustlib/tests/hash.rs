@@ -282,11 +282,11 @@ fn errors() {
     assert_eq!(unsafe { cb3_blake3_new_keyed(ptr::null(), 32, 1, &mut p) }, cb3_result::NullParameter);
     assert_eq!(unsafe { cb3_blake3_new(1, ptr::null_mut()) }, cb3_result::NullParameter);
     let bad = [0xFFu8, 0xFE];
-    assert_eq!(unsafe { cb3_blake3_new_derive_key(bad.as_ptr(), 2, 1, &mut p) }, cb3_result::InvalidArgument);
+    assert_eq!(unsafe { cb3_blake3_new_derive_key(bad.as_ptr(), 2, 1, &mut p) }, cb3_result::InvalidUtf8);
     let mut out = [0u8; 32];
     assert_eq!(
         unsafe { cb3_blake3_derive_key(bad.as_ptr(), 2, b"x".as_ptr(), 1, out.as_mut_ptr(), 32) },
-        cb3_result::InvalidArgument
+        cb3_result::InvalidUtf8
     );
     assert!(p.is_null());
     assert_eq!(unsafe { cb3_blake3_update(ptr::null(), b"x".as_ptr(), 1) }, cb3_result::NullParameter);

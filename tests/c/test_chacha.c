@@ -383,8 +383,8 @@ static void test_counter_32(size_t nonce_len)
     pattern(data, sizeof data, 3);
     const uint64_t last = UINT32_MAX;
     cb3_chacha *out_ptr = UNTOUCHED;
-    CHECK_RESULT(cb3_chacha_new(key, 32, nonce, nonce_len, last + 1, 20, &out_ptr), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_chacha_new(key, 32, nonce, nonce_len, UINT64_MAX, 20, &out_ptr), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_chacha_new(key, 32, nonce, nonce_len, last + 1, 20, &out_ptr), CB3_RESULT_INVALID_COUNTER);
+    CHECK_RESULT(cb3_chacha_new(key, 32, nonce, nonce_len, UINT64_MAX, 20, &out_ptr), CB3_RESULT_INVALID_COUNTER);
     CHECK(out_ptr == UNTOUCHED);
 
     /* The last block is usable (RFC 8439 allows counter 2^32 - 1). */
@@ -414,10 +414,10 @@ static void test_counter_32(size_t nonce_len)
 
     /* Seeks: up to the end, never past it. */
     CHECK_RESULT(cb3_chacha_seek(chacha, 5, 10), CB3_RESULT_OK);
-    CHECK_RESULT(cb3_chacha_seek(chacha, last + 1, 1), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_chacha_seek(chacha, last, 65), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_chacha_seek(chacha, last + 2, 0), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_chacha_seek(chacha, UINT64_MAX, 64), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_chacha_seek(chacha, last + 1, 1), CB3_RESULT_INVALID_POSITION);
+    CHECK_RESULT(cb3_chacha_seek(chacha, last, 65), CB3_RESULT_INVALID_POSITION);
+    CHECK_RESULT(cb3_chacha_seek(chacha, last + 2, 0), CB3_RESULT_INVALID_POSITION);
+    CHECK_RESULT(cb3_chacha_seek(chacha, UINT64_MAX, 64), CB3_RESULT_INVALID_POSITION);
     CHECK(position_is(chacha, 5, 10));
     CHECK_RESULT(cb3_chacha_seek(chacha, last, 64), CB3_RESULT_OK); /* offset 64 = end of block */
     CHECK(position_is(chacha, last + 1, 0));
@@ -473,8 +473,8 @@ static void test_counter_64(void)
         CHECK(position_is(chacha, UINT64_MAX, 64));
         CHECK_RESULT(cb3_chacha_apply(chacha, data, 1, out.ptr + 64, 1), CB3_RESULT_COUNTER_OVERFLOW);
         CHECK(guarded_intact(&out, 64) && position_is(chacha, UINT64_MAX, 64));
-        CHECK_RESULT(cb3_chacha_seek(chacha, UINT64_MAX, 65), CB3_RESULT_INVALID_ARGUMENT);
-        CHECK_RESULT(cb3_chacha_seek(chacha, 0, UINT32_MAX), CB3_RESULT_INVALID_ARGUMENT);
+        CHECK_RESULT(cb3_chacha_seek(chacha, UINT64_MAX, 65), CB3_RESULT_INVALID_POSITION);
+        CHECK_RESULT(cb3_chacha_seek(chacha, 0, UINT32_MAX), CB3_RESULT_INVALID_POSITION);
         CHECK(position_is(chacha, UINT64_MAX, 64));
         CHECK_RESULT(cb3_chacha_seek(chacha, UINT64_MAX, 10), CB3_RESULT_OK);
         CHECK(position_is(chacha, UINT64_MAX, 10));
@@ -514,7 +514,7 @@ static void test_new_errors(void)
     const uint32_t bad_rounds[] = {0, 1, 7, 10, 16, 21, 24, UINT32_MAX};
     for (size_t n = 8; n <= 24; n += n == 8 ? 4 : 12)
         for (size_t i = 0; i < sizeof bad_rounds / sizeof bad_rounds[0]; i++)
-            CHECK_RESULT(cb3_chacha_new(key, 32, nonce, n, 0, bad_rounds[i], &out), CB3_RESULT_INVALID_ARGUMENT);
+            CHECK_RESULT(cb3_chacha_new(key, 32, nonce, n, 0, bad_rounds[i], &out), CB3_RESULT_INVALID_ROUNDS);
     CHECK_RESULT(cb3_chacha_new(key, 32, nonce, 12, 0, 20, NULL), CB3_RESULT_NULL_PARAMETER);
     CHECK_RESULT(cb3_chacha_new(key, 32, nonce, (size_t)PTRDIFF_MAX + 1, 0, 20, &out), CB3_RESULT_INVALID_ARGUMENT);
     CHECK(out == UNTOUCHED);
@@ -584,7 +584,7 @@ static void test_call_errors(void)
 
     /* seek / position */
     CHECK_RESULT(cb3_chacha_seek(NULL, 0, 0), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_chacha_seek(chacha, 0, 65), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_chacha_seek(chacha, 0, 65), CB3_RESULT_INVALID_POSITION);
     uint64_t block = 777;
     uint32_t offset = 888;
     CHECK_RESULT(cb3_chacha_position(NULL, &block, &offset), CB3_RESULT_NULL_PARAMETER);

@@ -429,8 +429,8 @@ static void test_constructor_errors(void)
     CHECK(out == UNTOUCHED);
 
     CHECK_RESULT(cb3_blake3_new_derive_key(NULL, 5, 1, &out), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_blake3_new_derive_key((const uint8_t *)"ab\xff", 3, 1, &out), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_blake3_new_derive_key((const uint8_t *)"\xc3", 1, 1, &out), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_blake3_new_derive_key((const uint8_t *)"ab\xff", 3, 1, &out), CB3_RESULT_INVALID_UTF8);
+    CHECK_RESULT(cb3_blake3_new_derive_key((const uint8_t *)"\xc3", 1, 1, &out), CB3_RESULT_INVALID_UTF8);
     CHECK_RESULT(cb3_blake3_new_derive_key(CONTEXT_BYTES, CONTEXT_LEN, 1, NULL), CB3_RESULT_NULL_PARAMETER);
     CHECK_RESULT(cb3_blake3_new_derive_key(CONTEXT_BYTES, (size_t)PTRDIFF_MAX + 1, 1, &out),
                  CB3_RESULT_INVALID_ARGUMENT);
@@ -550,9 +550,9 @@ static void test_one_shot_errors(void)
     memcpy(context, CONTEXT, 47);
     CHECK_RESULT(cb3_blake3_derive_key(NULL, 5, input, 5, out.ptr, 32), CB3_RESULT_NULL_PARAMETER);
     CHECK_RESULT(cb3_blake3_derive_key((const uint8_t *)"\xff\xfe", 2, input, 5, out.ptr, 32),
-                 CB3_RESULT_INVALID_ARGUMENT);
+                 CB3_RESULT_INVALID_UTF8);
     CHECK_RESULT(cb3_blake3_derive_key((const uint8_t *)"\xe2\x82", 2, input, 5, out.ptr, 32),
-                 CB3_RESULT_INVALID_ARGUMENT); /* truncated sequence */
+                 CB3_RESULT_INVALID_UTF8); /* truncated sequence */
     CHECK_RESULT(cb3_blake3_derive_key(context, 47, NULL, 5, out.ptr, 32), CB3_RESULT_NULL_PARAMETER);
     CHECK_RESULT(cb3_blake3_derive_key(context, 47, input, 5, NULL, 32), CB3_RESULT_NULL_PARAMETER);
     CHECK(guarded_intact(&out, 0));
