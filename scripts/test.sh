@@ -216,12 +216,13 @@ lane_root() {
 }
 start_lane() {  # start_lane NAME: runs lane_NAME in the background, log $WORK/lane-NAME.log
     set -m
-    ( set +e; "lane_$1" >"$WORK/lane-$1.log" 2>&1; echo "exit status $?, done $SECONDS s into the run" >>"$WORK/lane-$1.log" ) &
+    ( set +e; "lane_$1" >"$WORK/lane-$1.log" 2>&1; st=$?; echo "$st" >"$WORK/lane-$1.status"
+      echo "exit status $st, done $SECONDS s into the run" >>"$WORK/lane-$1.log" ) &
     LANE_PID[$1]=$!
     set +m
     echo "background lane '$1' started (log: $WORK/lane-$1.log)"
 }
-wait_lane() {  # wait_lane NAME: the lane's end, and its log
+wait_lane() {  # wait_lane NAME: the lane's end, and its log; returns the lane's exit status
     local pid=${LANE_PID[$1]:-} cpu
     [[ -n "$pid" ]] || return 0
     cpu=$(children_cpu)
@@ -230,8 +231,10 @@ wait_lane() {  # wait_lane NAME: the lane's end, and its log
     sed "s/^/    lane $1: /" "$WORK/lane-$1.log"
     # Its CPU time is counted in the step that waits for it.
     echo "    lane $1: CPU $(($(children_cpu) - cpu)) s"
+    return "$(cat "$WORK/lane-$1.status" 2>/dev/null || echo 1)"
 }
 trap 'for pid in "${LANE_PID[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
+rm -f "$WORK"/lane-*.status
 start_lane tools
 if wants_root_step CB3_SKIP_PY314 || wants_root_step CB3_SKIP_PYPY || wants_root_step CB3_SKIP_WHEELS; then
     start_lane root
@@ -303,6 +306,16 @@ CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" bash scripts/asv-check.s
 step "python -m cb3 bench --quick"
 (cd "$WORK" && "$WORK/venv/bin/python" -P -m cb3 bench --quick --sizes 64,65536 --json "$WORK/bench.json")
 
+# valgrind memcheck over this build (scripts/sanitize.sh's third part: one
+# core for about 8 minutes) runs in a third background lane from here (after
+# asv's pip install into this venv), beside the steps up to the sanitizer
+# step, which waits for it.
+lane_valgrind() {
+    CB3_SANITIZE_STEPS=valgrind CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" PYTHON="$PYTHON" \
+        bash scripts/sanitize.sh
+}
+start_lane valgrind
+
 # debug_run PY VENV: PY's hybrid-ABI build (the Rust archive above) under HPy's
 # debug mode (handle leaks, use after close), with hpy_universal_wheel's runtime.
 # Multi-threaded tests are deselected here only: HPy 0.9's debug context
@@ -321,13 +334,15 @@ step "CPython $PRIMARY_MINOR, hybrid ABI under HPy debug mode: pytest"
 debug_run "$PYTHON" "$WORK/venv-debug"
 
 step "fuzzing: atheris + cargo-fuzz, ${DURATION:-20} s per target (scripts/fuzz.sh)"
-wait_lane tools
+wait_lane tools || true   # cargo-fuzz: fuzz.sh installs it if the lane did not
 CB3_PYTHON="$WORK/venv/bin/python" CB3_FUZZ_DIR="$WORK/fuzz" CB3_TOOLS_DIR="$TOOLS" bash scripts/fuzz.sh
 
 step "sanitizers: ASan + UBSan, valgrind memcheck (scripts/sanitize.sh)"
 # CB3_STATICLIB: the instrumented build links the archive above (ASan
 # instruments the C code; the Rust archive is the same either way).
-CB3_STATICLIB="$STATICLIB" CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" PYTHON="$PYTHON" bash scripts/sanitize.sh
+CB3_SANITIZE_STEPS="c asan" CB3_STATICLIB="$STATICLIB" CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" \
+    PYTHON="$PYTHON" bash scripts/sanitize.sh
+wait_lane valgrind || { echo "valgrind memcheck failed (lane valgrind, log above)" >&2; exit 1; }
 
 step "sdist: contents, fresh-venv install, tests from the unpacked tree (scripts/sdist-check.sh)"
 # CARGO_TARGET_DIR: the sdist's build runs cargo (as pip install of the sdist
@@ -400,7 +415,7 @@ if [[ -n "${CB3_SKIP_WHEELS:-}" ]]; then
 elif [[ -z "$AS_ROOT" ]]; then
     echo "skipped: needs root (Debian chroots, qemu-user binfmt_misc); run: sudo bash scripts/wheels.sh"
 else
-    wait_lane root
+    wait_lane root || true
     # Built, and the aarch64 wheels tested, by the background lane; if any
     # wheel failed to build there, wheels.sh builds again (and says why) and
     # runs everything.
@@ -417,8 +432,8 @@ else
 fi
 
 step "interpreter table (.test/matrix.md; python3 scripts/matrix.py readme puts it into README.md)"
-wait_lane tools
-wait_lane root
+wait_lane tools || true
+wait_lane root || true
 "$PYTHON" scripts/matrix.py table --dir "$MATRIX" | tee "$WORK/matrix.md"
 "$PYTHON" scripts/matrix.py readme --dir "$MATRIX" --check || true
 end_step
