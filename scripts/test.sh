@@ -47,27 +47,31 @@ MATRIX="$WORK/matrix"
 mkdir -p "$WORK"
 rm -rf "$MATRIX"
 
-# children_cpu: CPU seconds (user + system) of this script's finished child
-# processes so far. A step's CPU time says what it costs on an idle machine
-# when the wall time is inflated by other load.
+# children_cpu: sets CPU to the CPU seconds (user + system) of this script's
+# finished child processes so far. A step's CPU time says what it costs on an
+# idle machine when the wall time is inflated by other load. (Not a $( )
+# function: a subshell has no children of its own.)
 children_cpu() {
     local t
-    times >"$WORK/.times"   # not in a $( ) subshell: that has no children of its own
+    times >"$WORK/.times"
     t=$(tail -n 1 "$WORK/.times")   # "XmY.YYYs XmY.YYYs": the children's user and system time
-    [[ $t =~ ^([0-9]+)m([0-9]+)[.,][0-9]+s\ ([0-9]+)m([0-9]+)[.,][0-9]+s$ ]] || { echo 0; return; }
-    echo $(((BASH_REMATCH[1] + BASH_REMATCH[3]) * 60 + BASH_REMATCH[2] + BASH_REMATCH[4]))
+    CPU=0
+    [[ $t =~ ^([0-9]+)m([0-9]+)[.,][0-9]+s\ ([0-9]+)m([0-9]+)[.,][0-9]+s$ ]] || return 0
+    CPU=$(((BASH_REMATCH[1] + BASH_REMATCH[3]) * 60 + BASH_REMATCH[2] + BASH_REMATCH[4]))
 }
 STEP_NAME="" STEP_START=$SECONDS STEP_CPU=0 TIMINGS=()
 end_step() {
     [[ -n "$STEP_NAME" ]] || return 0
-    local took=$((SECONDS - STEP_START)) cpu=$(($(children_cpu) - STEP_CPU))
+    children_cpu
+    local took=$((SECONDS - STEP_START)) cpu=$((CPU - STEP_CPU))
     printf -- '--- %d s: %s [CPU %d s]\n' "$took" "$STEP_NAME" "$cpu"
     TIMINGS+=("$(printf '%5d s  %5d s  %s' "$took" "$cpu" "$STEP_NAME")")
     STEP_NAME=""
 }
 step() {
     end_step
-    STEP_NAME="$*" STEP_START=$SECONDS STEP_CPU=$(children_cpu)
+    children_cpu
+    STEP_NAME="$*" STEP_START=$SECONDS STEP_CPU=$CPU
     printf '\n==> %s\n' "$*"
 }
 
@@ -225,12 +229,14 @@ start_lane() {  # start_lane NAME: runs lane_NAME in the background, log $WORK/l
 wait_lane() {  # wait_lane NAME: the lane's end, and its log; returns the lane's exit status
     local pid=${LANE_PID[$1]:-} cpu
     [[ -n "$pid" ]] || return 0
-    cpu=$(children_cpu)
+    children_cpu
+    cpu=$CPU
     wait "$pid" || true
     unset "LANE_PID[$1]"
     sed "s/^/    lane $1: /" "$WORK/lane-$1.log"
     # Its CPU time is counted in the step that waits for it.
-    echo "    lane $1: CPU $(($(children_cpu) - cpu)) s"
+    children_cpu
+    echo "    lane $1: CPU $((CPU - cpu)) s"
     return "$(cat "$WORK/lane-$1.status" 2>/dev/null || echo 1)"
 }
 trap 'for pid in "${LANE_PID[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
@@ -440,5 +446,6 @@ end_step
 
 printf '\n==> step times (wall, CPU of the step'"'"'s processes)\n'
 printf '%s\n' "${TIMINGS[@]}"
-printf '%5d s  %5d s  total\n' "$SECONDS" "$(children_cpu)"
+children_cpu
+printf '%5d s  %5d s  total\n' "$SECONDS" "$CPU"
 printf '\n==> all tests passed\n'
