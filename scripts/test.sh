@@ -126,7 +126,7 @@ find_python() {
 mapfile -t SOURCE_ONLY_TESTS < <(grep -v '^#' scripts/source-only-tests.txt)
 SOURCE_ONLY_MODE=""
 if wants_root_step CB3_SKIP_WHEELS; then
-    SOURCE_ONLY_MODE="only the tests the wheel run leaves out (scripts/source-only-tests.txt)"
+    SOURCE_ONLY_MODE="scripts/source-only-tests.txt; the rest runs on its wheel"
 fi
 
 # hpy_universal_wheel PY: prints an hpy 0.9.0 wheel for interpreter PY whose
