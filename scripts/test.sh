@@ -203,8 +203,11 @@ lane_root() {
     # The wheels themselves (from a copy of the checkout): the wheel step then
     # only tests them. Marked as built only when every wheel was.
     # Then the aarch64 wheels' runs under qemu (one emulated process, 10+
-    # minutes): they do not wait for the wheel step.
+    # minutes): they do not wait for the wheel step. Both only once the
+    # primary interpreter's full-suite run is over (its memory scans and race
+    # tests run without this load beside them).
     if wants_root_step CB3_SKIP_WHEELS; then
+        while [[ ! -f "$WORK/.primary-tested" ]]; do sleep 5; done
         rm -f "$WORK/wheels.built" "$WORK/wheels-arm64.status"
         if CB3_WHEEL_DIR="$WORK/wheels" bash scripts/build-wheels.sh; then
             touch "$WORK/wheels.built"
@@ -240,7 +243,7 @@ wait_lane() {  # wait_lane NAME: the lane's end, and its log; returns the lane's
     return "$(cat "$WORK/lane-$1.status" 2>/dev/null || echo 1)"
 }
 trap 'for pid in "${LANE_PID[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
-rm -f "$WORK"/lane-*.status
+rm -f "$WORK"/lane-*.status "$WORK/.primary-tested"
 start_lane tools
 if wants_root_step CB3_SKIP_PY314 || wants_root_step CB3_SKIP_PYPY || wants_root_step CB3_SKIP_WHEELS; then
     start_lane root
@@ -301,7 +304,10 @@ CARGO_TARGET_DIR="$ROOT/rustlib/target" "$WORK/venv/bin/pip" install --quiet --n
 (cd "$WORK" && "$WORK/venv/bin/python" -P -m cb3)
 
 step "CPython $PRIMARY_MINOR, cpython ABI: pytest"
-run_pytest "$WORK/venv" "$(where_of "$PYTHON")" "pip install ." "" --
+status=0
+run_pytest "$WORK/venv" "$(where_of "$PYTHON")" "pip install ." "" -- || status=$?
+touch "$WORK/.primary-tested"   # lane root goes on (the wheels)
+((status == 0)) || exit "$status"
 
 step "mypy --strict (stubs and typed examples)"
 "$WORK/venv/bin/mypy" --strict --no-incremental cb3/_cb3.pyi tests/typing_examples.py
