@@ -19,6 +19,8 @@ Environment:
                 or hybrid (default elsewhere, e.g. PyPy; also used for HPy's
                 debug mode on CPython).
   CARGO         the cargo executable (default: cargo on PATH).
+  CARGO_TARGET_DIR  cargo's target directory (default: one in the build
+                directory); scripts/test.sh shares rustlib/target this way.
   CB3_STATICLIB path to an already built rustlib archive (libcb3.a): cargo is
                 not run and this archive is linked instead (scripts/pypy.sh
                 builds it on the host and builds the extension in a chroot).
@@ -194,7 +196,10 @@ class build_ext_rust(build_ext):
             print(f"using the prebuilt rustlib archive {prebuilt} (CB3_STATICLIB), not running cargo")
             return os.path.abspath(prebuilt)
         cargo = find_cargo()
-        target_dir = os.path.join(os.path.abspath(self.build_temp), "cargo-target")
+        # CARGO_TARGET_DIR as cargo reads it (relative to rustlib/, where cargo
+        # runs): a target directory shared with other builds of rustlib.
+        target_dir = os.path.join(RUSTLIB, os.environ.get("CARGO_TARGET_DIR") or os.path.join(
+            os.path.abspath(self.build_temp), "cargo-target"))
         profile = "debug" if self.debug else "release"
         command = [cargo, "build", "--locked", "--lib", "--target-dir", target_dir]
         if profile == "release":

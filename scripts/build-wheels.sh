@@ -7,7 +7,7 @@
 #   CB3_WHEEL_PYTHONS="3.11" CB3_WHEEL_ARCHES=x86_64 bash scripts/build-wheels.sh
 #
 # How (no Docker):
-#   1. sdist: `python -m build --sdist` of the checkout. Every wheel below is
+#   1. sdist: `python -m build --sdist` of (a copy of) the checkout. Every wheel below is
 #      built from the unpacked sdist, not from the checkout, so a file missing
 #      from the sdist breaks the build (and, in scripts/wheels.sh, the tests,
 #      which run from the same unpacked tree).
@@ -68,8 +68,21 @@ log "tools ready ($((SECONDS - t0)) s): zig $("$ZIG" version), auditwheel $AUDIT
 # ---- 1. sdist -----------------------------------------------------------------
 t0=$SECONDS
 BUILD_VENV_311=$(ensure_build_venv "$(find_python 3.11)")
-"$BUILD_VENV_311/bin/python" -m build --sdist --no-isolation --outdir "$OUT/dist" "$REPO" >"$OUT/sdist.log" 2>&1 ||
+# From a copy of the checkout's files (tracked with their edits, and untracked
+# but not ignored ones): setuptools writes its egg-info into the tree it builds,
+# and scripts/test.sh may be building in the checkout at the same time.
+rm -rf "$OUT/tree" && mkdir -p "$OUT/tree"
+if git -C "$REPO" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    (cd "$REPO" && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
+        [ -e "$f" ] && printf '%s\0' "$f"
+    done | tar --null -T - -cf -) | tar -C "$OUT/tree" -xf -
+else
+    tar -C "$REPO" --exclude=./.test --exclude=./build --exclude=./rustlib/target --exclude='*.egg-info' -cf - . |
+        tar -C "$OUT/tree" -xf -
+fi
+"$BUILD_VENV_311/bin/python" -m build --sdist --no-isolation --outdir "$OUT/dist" "$OUT/tree" >"$OUT/sdist.log" 2>&1 ||
     { cat "$OUT/sdist.log" >&2; exit 1; }
+rm -rf "$OUT/tree"
 SDIST=$(ls "$OUT"/dist/cb3-*.tar.gz)
 tar -C "$OUT/src" -xzf "$SDIST"
 SRC=$(ls -d "$OUT"/src/cb3-*)

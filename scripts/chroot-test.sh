@@ -45,6 +45,13 @@
 #   CB3_PYPY_SUITE, CB3_PY314_SUITE  the Debian suite of each profile
 #   CB3_HPY_ABI        passed through to setup.py
 #   CB3_MATRIX_DIR     record the run there (scripts/test.sh sets it)
+#   CB3_MATRIX_MODE    the "mode" of that row (which tests ran, when not all)
+#   CB3_CHROOT_TESTS   test files/node ids (relative to the repository) to run
+#                      instead of tests/
+#   CB3_STATICLIB      a rustlib archive built on the host: used instead of
+#                      building one (step 2)
+#   CB3_CHROOT_PREPARE_ONLY  1: only make sure the chroot and its venv exist
+#                      (step 1; scripts/test.sh does it early, in the background)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -82,7 +89,7 @@ cpython3.14)
     # testing/sid Release files expire a week after publication; a mirror
     # snapshot older than that is still the suite we want.
     APT_OPTIONS=(--aptopt='Acquire::Check-Valid-Until "false"')
-    # Exactly the host's pins (pip skips the hpy line: it is for 3.11 only).
+    # Exactly the host's pins.
     mapfile -t TEST_DEPS < <(sed -e 's/[[:space:]]*#.*//' -e '/^[[:space:]]*$/d' "$REPO/tests/requirements.txt")
     ;;
 *)
@@ -194,10 +201,19 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305'
 fi
 
 # ---- 3. rustlib -------------------------------------------------------------
-command -v cargo >/dev/null || die "needs cargo on the host (rustlib/Cargo.toml's rust-version)"
-log "building rustlib on the host ($(cargo --version))"
-(cd "$REPO/rustlib" && cargo build --quiet --release --locked --lib --target-dir "$CACHE/cargo-target")
-cp "$CACHE/cargo-target/release/libcb3.a" "$ROOT/tmp/libcb3.a"
+if [ -n "${CB3_CHROOT_PREPARE_ONLY:-}" ]; then
+    log "chroot and venv ready (CB3_CHROOT_PREPARE_ONLY): done in $((SECONDS - START)) s"
+    exit 0
+fi
+if [ -n "${CB3_STATICLIB:-}" ]; then
+    log "rustlib: the archive in CB3_STATICLIB ($CB3_STATICLIB)"
+    cp "$CB3_STATICLIB" "$ROOT/tmp/libcb3.a"
+else
+    command -v cargo >/dev/null || die "needs cargo on the host (rustlib/Cargo.toml's rust-version)"
+    log "building rustlib on the host ($(cargo --version))"
+    (cd "$REPO/rustlib" && cargo build --quiet --release --locked --lib --target-dir "$CACHE/cargo-target")
+    cp "$CACHE/cargo-target/release/libcb3.a" "$ROOT/tmp/libcb3.a"
+fi
 
 # ---- 4. build and install with the chroot's pip, then test -------------------
 log "copying the working tree into the chroot"
@@ -228,13 +244,18 @@ case "$info" in *site-packages*) ;; *) die "the cb3 imported is not the installe
 log "pytest with $PYTHON"
 status=0
 test_start=$SECONDS
+TEST_PATHS=(/build/src/tests)
+if [ -n "${CB3_CHROOT_TESTS:-}" ]; then
+    TEST_PATHS=()
+    for t in $CB3_CHROOT_TESTS; do TEST_PATHS+=("/build/src/$t"); done
+fi
 # shellcheck disable=SC2016  # $0/$@ are the inner shell's
 in_chroot --tests sh -c 'cd /build && exec "$0" -p no:cacheprovider --rootdir=/build/src -c /build/src/pyproject.toml \
-    --junitxml=/build/junit.xml "$@" /build/src/tests' "$VENV/bin/pytest" "$@" || status=$?
+    --junitxml=/build/junit.xml "$@"' "$VENV/bin/pytest" "$@" "${TEST_PATHS[@]}" || status=$?
 test_seconds=$((SECONDS - test_start))
 if [ -n "${CB3_MATRIX_DIR:-}" ] && [ -f "$ROOT/build/junit.xml" ]; then
     python3 "$REPO/scripts/matrix.py" record --dir "$CB3_MATRIX_DIR" --info "$info" --where "$WHERE" \
-        --built "pip install ." --junit "$ROOT/build/junit.xml" \
+        --built "pip install ." --mode "${CB3_MATRIX_MODE:-}" --junit "$ROOT/build/junit.xml" \
         --seconds "build=$build_seconds" --seconds "tests=$test_seconds" --seconds "total=$((SECONDS - START))"
 fi
 log "done in $((SECONDS - START)) s: build $build_seconds s, tests $test_seconds s (pytest exit status $status)"

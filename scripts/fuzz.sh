@@ -48,11 +48,13 @@ mkdir -p "$WORK/logs" "$WORK/artifacts"
 step() { printf '\n--> %s\n' "$*"; }
 
 step "tools: atheris (fuzz/requirements.txt), cargo-fuzz $CARGO_FUZZ_VERSION"
-"$PY" -P -c 'import cb3' || { echo "$PY cannot import cb3: run scripts/test.sh first or set CB3_PYTHON" >&2; exit 1; }
-"$PY" -m pip install --quiet --disable-pip-version-check -r fuzz/requirements.txt
 if [[ "$("$TOOLS/bin/cargo-fuzz" --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]]; then
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --root "$TOOLS"
 fi
+# CB3_FUZZ_TOOLS_ONLY=1: only install cargo-fuzz (scripts/test.sh does it early, in the background).
+[[ -z "${CB3_FUZZ_TOOLS_ONLY:-}" ]] || exit 0
+"$PY" -P -c 'import cb3' || { echo "$PY cannot import cb3: run scripts/test.sh first or set CB3_PYTHON" >&2; exit 1; }
+"$PY" -m pip install --quiet --disable-pip-version-check -r fuzz/requirements.txt
 export PATH="$TOOLS/bin:$PATH"
 # cargo-fuzz needs nightly-only flags (-Zsanitizer); this stable toolchain
 # accepts them with RUSTC_BOOTSTRAP=1. cargo-fuzz adds its flags to RUSTFLAGS,

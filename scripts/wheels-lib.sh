@@ -249,12 +249,10 @@ in_root() {
         PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 
-# chroot_build SUITE ARCH VERSION TARGET_ARCH STATICLIB: builds the wheel with
-# the chroot's python$VERSION (host's unpacked sdist, zig and the archive
-# bind-mounted), into $OUT/raw/VERSION-TARGET_ARCH.
-chroot_build() {
-    local suite=$1 arch=$2 version=$3 target=$4 staticlib=$5 root venv=/opt/cb3-build-venv
-    root=$CACHE/chroot-$suite-$arch-apt
+# ensure_chroot_build_venv ROOT VERSION: the chroot's venv with the pinned
+# build tools (/opt/cb3-build-venv), made once.
+ensure_chroot_build_venv() {
+    local root=$1 version=$2 venv=/opt/cb3-build-venv
     if [ "$(cat "$root$venv/.pins" 2>/dev/null)" != "$BUILD_VENV_PINS" ]; then
         rm -rf "${root:?}$venv"
         in_root "$root" "" "python$version" -m venv "$venv"
@@ -262,6 +260,15 @@ chroot_build() {
         in_root "$root" "" "$venv/bin/pip" install -q $BUILD_VENV_PINS
         echo "$BUILD_VENV_PINS" >"$root$venv/.pins"
     fi
+}
+
+# chroot_build SUITE ARCH VERSION TARGET_ARCH STATICLIB: builds the wheel with
+# the chroot's python$VERSION (host's unpacked sdist, zig and the archive
+# bind-mounted), into $OUT/raw/VERSION-TARGET_ARCH.
+chroot_build() {
+    local suite=$1 arch=$2 version=$3 target=$4 staticlib=$5 root venv=/opt/cb3-build-venv
+    root=$CACHE/chroot-$suite-$arch-apt
+    ensure_chroot_build_venv "$root" "$version"
     # Debian's pyconfig.h includes <$multiarch/python3.X/pyconfig.h> from the
     # multiarch include directory, which zig (its own libc headers) does not
     # search: a directory holding only that is added. For aarch64 it is the

@@ -2,10 +2,9 @@
 # Builds cb3's wheels (scripts/build-wheels.sh) and tests each one in a fresh
 # environment of its interpreter, with no Rust toolchain on PATH:
 #   - x86_64, CPython 3.11/3.12/3.13 (host) and 3.14 (Debian forky chroot):
-#     the full test suite from the unpacked sdist, less the three tests that
-#     test the Rust sources rather than the wheel (they run in scripts/test.sh's
-#     source build): tests/c/run.sh (cargo), rustc's native-static-libs and the
-#     cbindgen drift check;
+#     the full test suite from the unpacked sdist, less
+#     scripts/source-only-tests.txt (tests that need a Rust toolchain, and the
+#     memory scans), which scripts/test.sh runs on each interpreter's source build;
 #   - aarch64, CPython 3.11 (bookworm), 3.13 (trixie), 3.14 (forky) in arm64
 #     chroots under qemu-user-static: `python -m cb3` and the known-answer and
 #     cross-check subset ($EMULATED_TESTS), with cb3.simd_backend() == "neon";
@@ -20,8 +19,9 @@
 #
 #   sudo bash scripts/wheels.sh
 #
-# Environment: those of scripts/build-wheels.sh, and CB3_WHEEL_SKIP_BUILD=1
-# (test the wheels already in $CB3_WHEEL_DIR/dist).
+# Environment: those of scripts/build-wheels.sh, CB3_WHEEL_SKIP_BUILD=1
+# (test the wheels already in $CB3_WHEEL_DIR/dist), CB3_WHEEL_PREPARE_ONLY=1
+# (only the tools and the chroots; scripts/test.sh runs this early).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,16 +42,14 @@ EMULATED_TESTS=(tests/test_vectors.py tests/test_simd.py
     tests/test_hash.py::test_official_vectors tests/test_hash.py::test_random_against_blake3_py
     tests/test_hash.py::test_long_outputs tests/test_chacha.py)
 EMULATED_CHACHA_K="rfc8439 or hchacha20 or xchacha20 or random_against or reduced_rounds or counter_end"
-# Tests of the Rust sources and toolchain, not of the wheel (need cargo/rustc/cbindgen).
-WHEEL_DESELECT=(--deselect tests/test_c_api.py::test_c_programs_pass_under_sanitizers
-    --deselect tests/test_c_api.py::test_native_static_libs_match_rustc
-    --deselect tests/test_c_api.py::test_header_matches_the_rust_source
-    # The process-memory scan for key copies runs on the source build (scripts/test.sh);
-    # on the wheels, in full-suite runs beside the emulated ones, it found one stray
-    # copy in 2 of 8 runs that reruns alone did not reproduce: under investigation
-    # (docs/wheels.md), kept out of this step so that it cannot pass or fail by chance.
-    --deselect tests/test_secrets.py::test_no_copy_of_the_key_survives_the_object
-    --deselect tests/test_secrets.py::test_no_per_message_key_survives_the_call)
+# Tests of the Rust sources and toolchain, not of the wheel (they need cargo/rustc),
+# and the process-memory scans for key copies: scripts/source-only-tests.txt.
+# scripts/test.sh runs them on every interpreter's source build. (The scans, in
+# full-suite runs on the wheels beside the emulated ones, found one stray copy
+# in 2 of 8 runs that reruns alone did not reproduce: under investigation,
+# docs/wheels.md; kept out of this step so that they cannot pass or fail by chance.)
+WHEEL_DESELECT=()
+while read -r node; do WHEEL_DESELECT+=(--deselect "$node"); done < <(grep -v '^#' "$REPO/scripts/source-only-tests.txt")
 # Packages the emulated subset imports (pins from tests/requirements.txt).
 SUBSET_DEPS=(pytest hypothesis blake3 cryptography pycryptodome numpy)
 NO_RUST_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -64,6 +62,25 @@ command -v mmdebstrap >/dev/null || apt_needed+=(mmdebstrap)
 command -v aarch64-linux-gnu-strip >/dev/null || apt_needed+=(binutils-aarch64-linux-gnu)
 if ((${#apt_needed[@]})); then apt_install "${apt_needed[@]}"; fi
 log "host packages ready ($((SECONDS - t0)) s)"
+
+arm64_packages() { echo "python$1,python$1-venv,dash,coreutils,libstdc++6"; }
+ARM64_RUNS=${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}
+
+# CB3_WHEEL_PREPARE_ONLY=1: only fetch and make what the build and the tests
+# need (pinned tools, Rust targets, the Debian chroots), nothing built or
+# tested; scripts/test.sh runs this early, in the background (mostly network).
+if [ -n "${CB3_WHEEL_PREPARE_ONLY:-}" ]; then
+    ensure_wheel_tools
+    for arch in ${CB3_WHEEL_ARCHES:-x86_64 aarch64}; do ensure_rust_target "$arch"; done
+    log "tools ready ($((SECONDS - START)) s)"
+    ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
+    ensure_chroot_build_venv "$CACHE/chroot-$PY314_SUITE-amd64-apt" 3.14
+    for pair in $ARM64_RUNS; do
+        ensure_chroot "${pair#*:}" arm64 "$(arm64_packages "${pair%%:*}")" extract >/dev/null
+    done
+    log "prepared: tools and chroots ($((SECONDS - START)) s)"
+    exit 0
+fi
 
 if [ -z "${CB3_WHEEL_SKIP_BUILD:-}" ]; then
     t0=$SECONDS
@@ -108,7 +125,7 @@ arm64_subset() {  # arm64_subset VERSION SUITE
     local version=$1 suite=$2 root wheel venv=/opt/cb3-test t0=$SECONDS junit rc=0 site tag=cp${1/./}
     wheel=$(wheel_for "$version" aarch64)
     [ -n "$wheel" ] || { log "CPython $version aarch64: no wheel to test"; status=1; return; }
-    root=$(ensure_chroot "$suite" arm64 "python$version,python$version-venv,dash,coreutils,libstdc++6" extract)
+    root=$(ensure_chroot "$suite" arm64 "$(arm64_packages "$version")" extract)
     rm -rf "${root:?}$venv" && mkdir -p "$OUT/junit"
     in_root "$root" "" "python$version" -m venv --without-pip "$venv"
     site=$root$venv/lib/python$version/site-packages
@@ -132,14 +149,28 @@ arm64_subset() {  # arm64_subset VERSION SUITE
 # Emulation is one thread per process: the aarch64 runs go on beside the
 # x86_64 ones (2 cores), in the background, with their own log.
 arm64_all() {
-    for pair in ${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}; do
+    for pair in $ARM64_RUNS; do
         arm64_subset "${pair%%:*}" "${pair#*:}"
     done
     echo "$status" >"$OUT/arm64.status"
 }
-rm -f "$OUT/arm64.status"
-arm64_all >"$OUT/arm64.log" 2>&1 &
-ARM64_PID=$!
+# CB3_WHEEL_PARTS: which test runs (default all: "arm64 x86 simd"). With
+# arm64 alone it runs in the foreground (scripts/test.sh runs that part in a
+# background lane of its own, the rest at its wheel step).
+PARTS=" ${CB3_WHEEL_PARTS:-arm64 x86 simd} "
+has_part() { [[ $PARTS == *" $1 "* ]]; }
+ARM64_PID=""
+if [[ $PARTS == " arm64 " ]]; then
+    arm64_all >"$OUT/arm64.log" 2>&1 || true
+    cat "$OUT/arm64.log" >&2
+    [ "$(cat "$OUT/arm64.status" 2>/dev/null)" = 0 ] || status=1
+    log "done ($((SECONDS - START)) s): aarch64 rows in $MATRIX"
+    exit $status
+elif has_part arm64; then
+    rm -f "$OUT/arm64.status"
+    arm64_all >"$OUT/arm64.log" 2>&1 &
+    ARM64_PID=$!
+fi
 
 
 # ---- x86_64: full suite, fresh venv, no Rust ---------------------------------------
@@ -166,7 +197,7 @@ host_full_suite() {  # host_full_suite VERSION
     tail -3 "$OUT/pytest-$version-x86_64.log" >&2
     [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
     record_row "$(cd "$OUT" && "${run[@]}" python -P "$DESCRIBE" describe)" "host (pyenv), fresh venv" \
-        "full suite less the Rust-source and memory-scan tests" "$wheel" $((SECONDS - t0)) "$junit"
+        "full suite less the Rust-toolchain and memory-scan tests" "$wheel" $((SECONDS - t0)) "$junit"
 }
 
 # CPython 3.14 (not on the host): the same in the Debian forky chroot that built
@@ -190,9 +221,10 @@ chroot_full_suite() {  # chroot_full_suite VERSION SUITE
     tail -3 "$OUT/pytest-$version-x86_64.log" >&2
     [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$version-x86_64.log" | head -20 >&2; status=1; }
     record_row "$(in_root "$root" "$REPO/scripts:/build/scripts" "$venv/bin/python" -P /build/scripts/matrix.py describe)" "Debian $suite chroot, fresh venv" \
-        "full suite less the Rust-source and memory-scan tests" "$wheel" $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml"
+        "full suite less the Rust-toolchain and memory-scan tests" "$wheel" $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml"
 }
 
+has_part x86 || CB3_WHEEL_X86_TESTS=""
 for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14}}; do
     if [ "$version" = 3.14 ]; then
         chroot_full_suite 3.14 "$PY314_SUITE"
@@ -232,10 +264,12 @@ simd_runs() {
             "$where" "vectors + cross-checks, SIMD path $expect" "$wheel" $((SECONDS - t0)) "$junit"
     done
 }
-[ -n "${CB3_WHEEL_SKIP_SIMD:-}" ] || simd_runs
+[ -n "${CB3_WHEEL_SKIP_SIMD:-}" ] || ! has_part simd || simd_runs
 
-wait "$ARM64_PID" || true
-cat "$OUT/arm64.log" >&2
-[ "$(cat "$OUT/arm64.status" 2>/dev/null)" = 0 ] || status=1
+if [ -n "$ARM64_PID" ]; then
+    wait "$ARM64_PID" || true
+    cat "$OUT/arm64.log" >&2
+    [ "$(cat "$OUT/arm64.status" 2>/dev/null)" = 0 ] || status=1
+fi
 log "done ($((SECONDS - START)) s): rows in $MATRIX (python3 scripts/matrix.py table)"
 exit $status
