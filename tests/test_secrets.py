@@ -5,6 +5,7 @@ the process's memory once the cipher or Stream that held it is freed
 from __future__ import annotations
 
 import copy
+import ctypes
 import gc
 import pickle
 import platform
@@ -108,11 +109,17 @@ _SCAN_BUFFER = bytearray(16 << 20)
 
 def copies_in_memory(key: bytearray) -> int:
     """How many times the 32 bytes of `key` appear in this process's writable
-    memory (heap, stacks, anonymous mappings). The needle is never in memory
-    in one piece: its halves are searched for and joined."""
+    memory (heap, stacks, anonymous mappings), the scan buffer aside. The
+    needle is never in memory in one piece: its halves are searched for and
+    joined."""
     head, tail = bytes(key[:16]), bytes(key[16:])
     view = memoryview(_SCAN_BUFFER)
     found = 0
+    # Where the scan buffer lies: it is skipped. Reading it through
+    # /proc/self/mem into itself would copy what it still holds of the
+    # previous read (perhaps the key) to another offset, and count that.
+    buffer_start = ctypes.addressof((ctypes.c_char * len(_SCAN_BUFFER)).from_buffer(_SCAN_BUFFER))
+    buffer_end = buffer_start + len(_SCAN_BUFFER)
     with open("/proc/self/maps") as f:
         maps = f.read().splitlines()
     with open("/proc/self/mem", "rb", buffering=0) as mem:
@@ -121,21 +128,29 @@ def copies_in_memory(key: bytearray) -> int:
             lo, hi = (int(x, 16) for x in fields[0].split("-"))
             if not fields[1].startswith("rw") or hi - lo > 1 << 30:  # ASan's shadow, huge reservations
                 continue
-            pos = lo
-            while pos < hi:
-                n = min(hi - pos, len(_SCAN_BUFFER))
-                try:
-                    mem.seek(pos)
-                    got = mem.readinto(view[:n]) or 0
-                except OSError:
-                    break
-                # A copy straddling two reads is counted by the overlap below.
-                i = _SCAN_BUFFER.find(head, 0, got)
-                while i != -1:
-                    if i + 32 <= got and _SCAN_BUFFER[i + 16 : i + 32] == tail:
-                        found += 1
-                    i = _SCAN_BUFFER.find(head, i + 1, got)
-                pos += max(n - 31, 1) if n == len(_SCAN_BUFFER) else n
+            # The parts of [lo, hi) before and after the scan buffer.
+            for start, stop in ((lo, min(hi, buffer_start)), (max(lo, buffer_end), hi)):
+                found += _count_in(mem, view, start, stop, head, tail)
+    _SCAN_BUFFER[:] = bytes(len(_SCAN_BUFFER))  # no copy of anything stays in it
+    return found
+
+
+def _count_in(mem: Any, view: memoryview, lo: int, hi: int, head: bytes, tail: bytes) -> int:
+    found, pos = 0, lo
+    while pos < hi:
+        n = min(hi - pos, len(_SCAN_BUFFER))
+        try:
+            mem.seek(pos)
+            got = mem.readinto(view[:n]) or 0
+        except OSError:
+            break
+        # A copy straddling two reads is counted by the overlap below.
+        i = _SCAN_BUFFER.find(head, 0, got)
+        while i != -1:
+            if i + 32 <= got and _SCAN_BUFFER[i + 16 : i + 32] == tail:
+                found += 1
+            i = _SCAN_BUFFER.find(head, i + 1, got)
+        pos += max(n - 31, 1) if n == len(_SCAN_BUFFER) else n
     return found
 
 
