@@ -13,6 +13,7 @@ pub mod bench;
 pub mod buffers;
 pub mod chacha;
 pub mod chunked;
+pub mod direct;
 pub mod errors;
 pub mod hash;
 pub mod info;
