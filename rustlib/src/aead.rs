@@ -248,6 +248,14 @@ fn with_stage<R>(len: usize, work: impl FnOnce(*mut u8) -> Cb3Result<R>) -> Cb3R
         let mut buf = std::mem::MaybeUninit::<[u8; STACK_STAGE]>::uninit();
         return work(buf.as_mut_ptr() as *mut u8);
     }
+    with_scratch(len, |scratch| work(scratch.as_mut_ptr()))
+}
+
+/// Runs `work` on this thread's piece buffer, at least `len` (and PIECE)
+/// bytes: kept between calls (allocating and zeroing 256 KiB per call cost
+/// a few % at 1 MiB), or a new one if a piece function ever ran a nested
+/// pass on this thread.
+fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> Cb3Result<R> {
     SCRATCH.with(|cell| {
         let mut owned;
         let mut borrowed = cell.try_borrow_mut();
@@ -258,21 +266,28 @@ fn with_stage<R>(len: usize, work: impl FnOnce(*mut u8) -> Cb3Result<R>) -> Cb3R
                 &mut owned
             }
         };
-        if scratch.len() < len {
+        if scratch.len() < len.max(PIECE) {
             let want = len.max(PIECE);
             scratch.try_reserve_exact(want - scratch.len()).map_err(|_| cb3_result::OutOfMemory)?;
             scratch.resize(want, 0);
         }
-        work(scratch.as_mut_ptr())
+        work(scratch)
     })
 }
 
-/// `seal` for a message whose MAC input is at most `DIRECT_MAX` bytes: the
-/// data is read once into the staged MAC input, encrypted there, MACed,
-/// and the ciphertext copied to `out`. Not inlined: `seal` wipes the stack
-/// below its frame, where this one's lay.
-#[inline(never)]
-fn seal_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], source: Source<'_>, out: &mut [u8]) -> Cb3Result<[u8; 32]> {
+/// The body of both direct paths: reads the data (from `source`) once
+/// into private memory staged as the MAC input (`stage`), derives the
+/// message keys into `secrets`, and runs `finish(secrets, whole chunks of
+/// aad, staged MAC input, range of the data in it, out)`.
+fn staged<R>(
+    secrets: &mut Secrets,
+    key: &[u8; 32],
+    nonce: &[u8; 24],
+    aad: &[u8],
+    source: Source<'_>,
+    out: &mut [u8],
+    finish: impl FnOnce(&mut Secrets, &[u8], &mut [u8], Range<usize>, &mut [u8]) -> Cb3Result<R>,
+) -> Cb3Result<R> {
     let len = out.len();
     let whole = aad.len() / crate::direct::CHUNK_LEN * crate::direct::CHUNK_LEN;
     let staged_len = aad.len() - whole + 16 + len;
@@ -288,9 +303,20 @@ fn seal_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
         };
         let at = staged_len - 8 - len;
         secrets.derive(key, nonce);
-        secrets.xor(None, &mut staged[at..at + len]);
-        let tag = secrets.mac(&aad[..whole], staged);
-        out.copy_from_slice(&staged[at..at + len]);
+        finish(secrets, &aad[..whole], staged, at..at + len, out)
+    })
+}
+
+/// `seal` for a message whose MAC input is at most `DIRECT_MAX` bytes: the
+/// data is read once into the staged MAC input, encrypted there, MACed,
+/// and the ciphertext copied to `out`. Not inlined: `seal` wipes the stack
+/// below its frame, where this one's lay.
+#[inline(never)]
+fn seal_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], source: Source<'_>, out: &mut [u8]) -> Cb3Result<[u8; 32]> {
+    staged(secrets, key, nonce, aad, source, out, |secrets, aad_whole, staged, data, out| {
+        secrets.xor(None, &mut staged[data.clone()]);
+        let tag = secrets.mac(aad_whole, staged);
+        out.copy_from_slice(&staged[data]);
         Ok(tag)
     })
 }
@@ -301,26 +327,12 @@ fn seal_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// `out`: it is written once, with verified plaintext).
 #[inline(never)]
 fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], tag: &[u8; 32], source: Source<'_>, out: &mut [u8]) -> Cb3Result<()> {
-    let len = out.len();
-    let whole = aad.len() / crate::direct::CHUNK_LEN * crate::direct::CHUNK_LEN;
-    let staged_len = aad.len() - whole + 16 + len;
-    with_stage(staged_len, |buf| {
-        let from = match source {
-            Source::InPlace => out.as_ptr(),
-            Source::Separate(input) => input.as_ptr(),
-        };
-        // SAFETY: as in seal_direct.
-        let staged = unsafe {
-            stage(buf, aad, from, len);
-            std::slice::from_raw_parts_mut(buf, staged_len)
-        };
-        let at = staged_len - 8 - len;
-        secrets.derive(key, nonce);
-        let expected = secrets.mac(&aad[..whole], staged);
+    staged(secrets, key, nonce, aad, source, out, |secrets, aad_whole, staged, data, out| {
+        let expected = secrets.mac(aad_whole, staged);
         if !constant_time_eq::constant_time_eq_32(&expected, tag) {
             return Err(cb3_result::DecryptionFailed);
         }
-        secrets.xor(Some(&staged[at..at + len]), out);
+        secrets.xor(Some(&staged[data]), out);
         Ok(())
     })
 }
@@ -541,23 +553,7 @@ impl<'a> Pass<'a> {
             if ct_start < ct_stop {
                 let (first, stop) = (ct_start - self.head, ct_stop - self.head);
                 let mut stream = self.keys.keystream(first)?;
-                SCRATCH.with(|cell| -> Cb3Result<()> {
-                    // This thread's piece buffer (kept: allocating and zeroing
-                    // 256 KiB per call cost a few % at 1 MiB), or a new one if
-                    // a piece function ever ran a nested pass on this thread.
-                    let mut owned;
-                    let mut borrowed = cell.try_borrow_mut();
-                    let scratch: &mut Vec<u8> = match borrowed.as_deref_mut() {
-                        Ok(kept) => kept,
-                        Err(_) => {
-                            owned = Vec::new();
-                            &mut owned
-                        }
-                    };
-                    if scratch.len() < PIECE {
-                        scratch.try_reserve_exact(PIECE).map_err(|_| cb3_result::OutOfMemory)?;
-                        scratch.resize(PIECE, 0);
-                    }
+                with_scratch(PIECE, |scratch| {
                     let mut at = first;
                     while at < stop {
                         // The next piece boundary, aligned in the MAC input.
