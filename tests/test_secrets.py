@@ -275,9 +275,13 @@ def _message_keys(key: bytearray, nonce: bytes) -> list[bytearray]:
 
 
 MESSAGE_USES: dict[str, Callable[[bytearray], Any]] = {
+    # The direct path (MAC input up to 64 KiB: stack-staged up to one chunk, then the thread's buffer)
+    "cipher-small": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [0, 1, 64, 100, 511, 1000]),
+    "cipher-medium": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [1009, 5000, 65_000]),
     "cipher": lambda k: _use_cipher(cb3.ChaCha20Blake3(k), [512, 5000, 300_000, 1 << 20]),
     "cipher-max_threads-2": lambda k: _use_cipher(cb3.ChaCha20Blake3(k, max_threads=2), [1 << 20, 3 << 20]),
     "stream": lambda k: [cb3.Stream(k, NONCE).encrypt(bytes(size)) for size in (512, 70_000, 1 << 20)],
+    "stream-small": lambda k: [cb3.Stream(k, NONCE).encrypt(bytes(size)) for size in (0, 64, 300)],
 }
 
 
@@ -288,8 +292,8 @@ MESSAGE_USES: dict[str, Callable[[bytearray], Any]] = {
 )
 @pytest.mark.parametrize("use", sorted(MESSAGE_USES))
 def test_no_per_message_key_survives_the_call(use: str) -> None:
-    """The per-message encryption and MAC keys derived for a message of 512
-    bytes or more (the multi-threaded path included) are gone when the call
+    """The per-message encryption and MAC keys derived for a message of any
+    size (the direct and piecewise paths, multi-threaded included) are gone when the call
     returns, while the object still lives: not in the calling thread's
     stack, not in a pool thread's, not in a freed heap block."""
     key = fresh_key()

@@ -471,9 +471,10 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  * bytes. The tag is checked (in constant time) over the whole input before
  * a single byte of `out` is written, so unverified plaintext is never
  * released. Every ciphertext byte is read once, into a private copy that
- * is MACed and then decrypted into `out` (the copy is as long as the
- * message and freed before returning; messages under 512 bytes use the
- * stack): what another thread or process writes into `ciphertext` during
+ * is MACed and then decrypted into `out` (messages whose MAC input
+ * `aad || 8 || ct || 8` is at most 64 KiB are staged on the stack or in a
+ * per-thread buffer, longer ones in a copy as long as the message, freed
+ * before returning): what another thread or process writes into `ciphertext` during
  * the call either fails the tag or is not used. For a freshly allocated
  * `out`, `cb3_aead_decrypt_private` skips the copy.
  *
@@ -520,14 +521,14 @@ enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
  * the call (memory the caller has just allocated and not yet shared), in
  * one pass: each piece of the ciphertext is copied into `out`, MACed there
  * and decrypted in place. It writes unverified plaintext into `out`, so on
- * failure `out` is wiped (all zeros, for messages of 512 bytes or more;
- * shorter ones are verified first and `out` is left as it was) and the
+ * failure `out` is wiped (all zeros, for messages whose MAC input is over
+ * 64 KiB; shorter ones are verified first and `out` is left as it was) and the
  * caller must discard it. The Python package uses it for the bytes objects it
  * returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
  * otherwise.
  *
  * `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
- * long as the message, for messages of 512 bytes or more) so that plaintext
+ * long as the message, for MAC inputs over 64 KiB) so that plaintext
  * reaches `out` only after the tag has verified, whoever else can see it.
  */
 enum cb3_result cb3_aead_decrypt_private(const struct cb3_aead *aead,

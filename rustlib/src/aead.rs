@@ -24,8 +24,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
-use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
-use chacha20::ChaCha20Legacy;
+use chacha20::cipher::consts::U64;
+use chacha20::cipher::inout::InOutBuf;
+use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherCore, StreamCipherSeek};
+use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
+#[cfg(test)]
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
@@ -111,17 +114,239 @@ pub enum Output {
     Shared,
 }
 
-/// Messages shorter than this go through the `chacha20-blake3` crate's own
-/// `*_in_place_detached` on a stack copy (its scalar ChaCha path has the
-/// lowest fixed cost); longer ones through `process` (AVX-512/AVX2 ChaCha,
-/// one pass). Both give identical bytes; `tests/abi.rs` checks every length
-/// around it.
-pub(crate) const SMALL_MESSAGE: usize = 512;
+/// Messages whose MAC input (`aad || le64 || ct || le64`) is at most this
+/// long take the direct path (`direct`): BLAKE3 by direct compressions,
+/// every whole chunk of the MAC input in one wide call, the message staged
+/// in private memory laid out as the MAC input. Longer ones take the
+/// piecewise `Pass`. Both give identical bytes; `tests/abi.rs` checks every
+/// length and associated-data length around it.
+pub(crate) const DIRECT_MAX: usize = crate::direct::MAX_INPUT;
 
-/// `ChaCha20Blake3` over a copy of `key`, wiped on drop (the crate derives
-/// ZeroizeOnDrop with its `zeroize` feature).
-fn reference(key: &[u8; 32]) -> ChaCha20Blake3 {
-    ChaCha20Blake3::new(*key)
+/// Direct-path messages whose staged MAC input fits this many bytes stage it
+/// on the stack (no thread-local buffer): one BLAKE3 chunk.
+const STACK_STAGE: usize = crate::direct::CHUNK_LEN;
+
+/// The per-message secrets of the direct path, in one place so that one
+/// write wipes them all.
+#[repr(C, align(64))]
+struct Secrets {
+    /// The KDF's output: enc_key || auth_key || enc_nonce, then 56 unused
+    /// extended-output bytes.
+    kdf: [u8; 128],
+    /// The master key as words, if it was not aligned (`direct::key_words`).
+    key: [u32; 8],
+    /// The auth key as words, on a big-endian CPU.
+    auth: [u32; 8],
+    /// The MAC's chaining value (one-chunk MAC inputs).
+    cv: [u32; 8],
+    /// Keystream for the message's last partial kilobyte.
+    keystream: [chacha20::cipher::Block<ChaCha20LegacyCore>; 16],
+    /// Blocks of `keystream` written.
+    blocks: usize,
+}
+
+impl Secrets {
+    fn new() -> Self {
+        Secrets { kdf: [0; 128], key: [0; 8], auth: [0; 8], cv: [0; 8], keystream: Default::default(), blocks: 0 }
+    }
+
+    fn derive(&mut self, key: &[u8; 32], nonce: &[u8; 24]) {
+        let words = crate::direct::key_words(key, &mut self.key);
+        crate::direct::keyed_xof_24(words, nonce, &mut self.kdf);
+    }
+
+    /// The keystream cipher at block 0.
+    fn cipher(&self) -> ChaCha20LegacyCore {
+        let enc_key: &[u8; 32] = self.kdf[..32].try_into().expect("32 bytes");
+        let enc_nonce: &[u8; 8] = self.kdf[64..72].try_into().expect("8 bytes");
+        ChaCha20LegacyCore::new(enc_key.into(), enc_nonce.into())
+    }
+
+    /// The tag of the staged MAC input `aad[..whole] || staged`.
+    fn mac(&mut self, aad_whole: &[u8], staged: &[u8]) -> [u8; 32] {
+        let auth: &[u8; 32] = self.kdf[32..64].try_into().expect("32 bytes");
+        let words = crate::direct::key_words(auth, &mut self.auth);
+        let mut tag = [0u8; 32];
+        if aad_whole.len() + staged.len() <= crate::direct::CHUNK_LEN {
+            crate::direct::hash_chunk(words, crate::direct::KEYED_HASH, staged, &mut tag, &mut self.cv);
+        } else {
+            mac_tree(words, aad_whole, staged, &mut tag);
+        }
+        tag
+    }
+
+    /// `out = input XOR keystream` (in place when `input` is None).
+    fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8]) {
+        let mut core = self.cipher();
+        let whole = out.len() / 1024 * 1024;
+        let (head, tail) = out.split_at_mut(whole);
+        let (head_in, tail_in) = match input {
+            Some(input) => (Some(&input[..whole]), Some(&input[whole..])),
+            None => (None, None),
+        };
+        let blocks = match head_in {
+            Some(input) => InOutBuf::new(input, head).expect("same length"),
+            None => InOutBuf::from(head),
+        };
+        core.apply_keystream_blocks_inout(blocks.into_chunks::<U64>().0);
+        if !tail.is_empty() {
+            // At least four blocks: one costs the AVX-512 backend 3x four.
+            let count = tail.len().div_ceil(64).max(4);
+            self.blocks = count;
+            core.write_keystream_blocks(&mut self.keystream[..count]);
+            let stream = self.keystream[..count].iter().flat_map(|block| block.iter());
+            match tail_in {
+                Some(input) => tail.iter_mut().zip(input).zip(stream).for_each(|((o, i), k)| *o = i ^ k),
+                None => tail.iter_mut().zip(stream).for_each(|(o, k)| *o ^= k),
+            }
+        }
+    }
+
+    fn wipe(&mut self) {
+        crate::direct::wipe(&mut self.kdf);
+        crate::direct::wipe(&mut self.key);
+        crate::direct::wipe(&mut self.auth);
+        crate::direct::wipe(&mut self.cv);
+        for block in &mut self.keystream[..self.blocks] {
+            crate::direct::wipe_bytes(block);
+        }
+        self.blocks = 0;
+    }
+}
+
+/// The MAC of a multi-chunk input. Not inlined: its 3 KiB of chaining
+/// values stay out of the frames of one-chunk messages (which `seal`/`open`
+/// scrub less deeply).
+#[inline(never)]
+fn mac_tree(words: &[u32; 8], aad_whole: &[u8], staged: &[u8], tag: &mut [u8; 32]) {
+    let mut tree = crate::direct::Tree::new();
+    crate::direct::hash_tree(words, crate::direct::KEYED_HASH, aad_whole, staged, tag, &mut tree);
+    tree.wipe();
+}
+
+/// The MAC input staged as `aad[whole..] || le64(|aad|) || data ||
+/// le64(|data|)` at `stage`, where `whole` is the whole chunks of `aad`
+/// (hashed from `aad` itself); returns the range of `data` in it.
+///
+/// # Safety
+/// `stage` has room for `aad.len() % CHUNK_LEN + 16 + data.len()` bytes and
+/// overlaps neither input.
+unsafe fn stage(stage: *mut u8, aad: &[u8], data: *const u8, data_len: usize) -> (usize, usize) {
+    let rest = &aad[aad.len() / crate::direct::CHUNK_LEN * crate::direct::CHUNK_LEN..];
+    ptr::copy_nonoverlapping(rest.as_ptr(), stage, rest.len());
+    ptr::copy_nonoverlapping((aad.len() as u64).to_le_bytes().as_ptr(), stage.add(rest.len()), 8);
+    let at = rest.len() + 8;
+    ptr::copy_nonoverlapping(data, stage.add(at), data_len);
+    ptr::copy_nonoverlapping((data_len as u64).to_le_bytes().as_ptr(), stage.add(at + data_len), 8);
+    (at, at + data_len + 8)
+}
+
+/// Runs `work` on a private staging buffer of `len` bytes: on the stack up
+/// to `STACK_STAGE`, else this thread's piece buffer.
+fn with_stage<R>(len: usize, work: impl FnOnce(*mut u8) -> Cb3Result<R>) -> Cb3Result<R> {
+    if len <= STACK_STAGE {
+        let mut buf = std::mem::MaybeUninit::<[u8; STACK_STAGE]>::uninit();
+        return work(buf.as_mut_ptr() as *mut u8);
+    }
+    with_scratch(len, |scratch| work(scratch.as_mut_ptr()))
+}
+
+/// Runs `work` on this thread's piece buffer, at least `len` (and PIECE)
+/// bytes: kept between calls (allocating and zeroing 256 KiB per call cost
+/// a few % at 1 MiB), or a new one if a piece function ever ran a nested
+/// pass on this thread.
+fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> Cb3Result<R> {
+    SCRATCH.with(|cell| {
+        let mut owned;
+        let mut borrowed = cell.try_borrow_mut();
+        let scratch: &mut Vec<u8> = match borrowed.as_deref_mut() {
+            Ok(kept) => kept,
+            Err(_) => {
+                owned = Vec::new();
+                &mut owned
+            }
+        };
+        if scratch.len() < len.max(PIECE) {
+            let want = len.max(PIECE);
+            scratch.try_reserve_exact(want - scratch.len()).map_err(|_| cb3_result::OutOfMemory)?;
+            scratch.resize(want, 0);
+        }
+        work(scratch)
+    })
+}
+
+/// The body of both direct paths: reads the data (from `source`) once
+/// into private memory staged as the MAC input (`stage`), derives the
+/// message keys into `secrets`, and runs `finish(secrets, whole chunks of
+/// aad, staged MAC input, range of the data in it, out)`.
+fn staged<R>(
+    secrets: &mut Secrets,
+    key: &[u8; 32],
+    nonce: &[u8; 24],
+    aad: &[u8],
+    source: Source<'_>,
+    out: &mut [u8],
+    finish: impl FnOnce(&mut Secrets, &[u8], &mut [u8], Range<usize>, &mut [u8]) -> Cb3Result<R>,
+) -> Cb3Result<R> {
+    let len = out.len();
+    let whole = aad.len() / crate::direct::CHUNK_LEN * crate::direct::CHUNK_LEN;
+    let staged_len = aad.len() - whole + 16 + len;
+    with_stage(staged_len, |buf| {
+        let from = match source {
+            Source::InPlace => out.as_ptr(),
+            Source::Separate(input) => input.as_ptr(),
+        };
+        // SAFETY: the buffer holds staged_len bytes, all written by `stage`.
+        let staged = unsafe {
+            stage(buf, aad, from, len);
+            std::slice::from_raw_parts_mut(buf, staged_len)
+        };
+        let at = staged_len - 8 - len;
+        secrets.derive(key, nonce);
+        finish(secrets, &aad[..whole], staged, at..at + len, out)
+    })
+}
+
+/// `seal` for a message whose MAC input is at most `DIRECT_MAX` bytes: the
+/// data is read once into the staged MAC input, encrypted there, MACed,
+/// and the ciphertext copied to `out`. Not inlined: `seal` wipes the stack
+/// below its frame, where this one's lay.
+#[inline(never)]
+fn seal_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], source: Source<'_>, out: &mut [u8]) -> Cb3Result<[u8; 32]> {
+    staged(secrets, key, nonce, aad, source, out, |secrets, aad_whole, staged, data, out| {
+        secrets.xor(None, &mut staged[data.clone()]);
+        let tag = secrets.mac(aad_whole, staged);
+        out.copy_from_slice(&staged[data]);
+        Ok(tag)
+    })
+}
+
+/// `open` for a message whose MAC input is at most `DIRECT_MAX` bytes: the
+/// ciphertext is read once into the staged MAC input, MACed there, and only
+/// if the tag verifies decrypted from there into `out` (whoever can see
+/// `out`: it is written once, with verified plaintext).
+#[inline(never)]
+fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u8], tag: &[u8; 32], source: Source<'_>, out: &mut [u8]) -> Cb3Result<()> {
+    staged(secrets, key, nonce, aad, source, out, |secrets, aad_whole, staged, data, out| {
+        let expected = secrets.mac(aad_whole, staged);
+        if !constant_time_eq::constant_time_eq_32(&expected, tag) {
+            return Err(cb3_result::DecryptionFailed);
+        }
+        secrets.xor(Some(&staged[data]), out);
+        Ok(())
+    })
+}
+
+/// Zeroes the stack below `seal`/`open`'s frame that the direct path's
+/// frames and their callees (blake3's assembly, the ChaCha backend) used:
+/// deeper for messages with more than one chunk of MAC input (the chaining
+/// values of `mac_tree`, the thread-local staging).
+fn scrub_direct(mac_input: usize) {
+    if mac_input <= crate::direct::CHUNK_LEN {
+        crate::wipe::scrub_stack();
+    } else {
+        crate::wipe::scrub_stack_wide();
+    }
 }
 
 /// Copies `input` into `out` and XORs the keystream from byte `offset` of
@@ -240,9 +465,10 @@ type PieceFn<'a> = dyn Fn(Range<usize>, &mut blake3::Hasher, &mut ChaCha20Legacy
     + 'a;
 
 thread_local! {
-    /// Each thread's piece buffer for `seal` (PIECE bytes, allocated on its
-    /// first message of 512 bytes or more and kept; it only ever holds
-    /// ciphertext when a call returns).
+    /// Each thread's piece buffer for `seal` and the direct path's staging
+    /// (PIECE bytes, allocated on its first message with more than one
+    /// chunk of MAC input and kept; it only ever holds ciphertext and
+    /// associated data when a call returns).
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -327,23 +553,7 @@ impl<'a> Pass<'a> {
             if ct_start < ct_stop {
                 let (first, stop) = (ct_start - self.head, ct_stop - self.head);
                 let mut stream = self.keys.keystream(first)?;
-                SCRATCH.with(|cell| -> Cb3Result<()> {
-                    // This thread's piece buffer (kept: allocating and zeroing
-                    // 256 KiB per call cost a few % at 1 MiB), or a new one if
-                    // a piece function ever ran a nested pass on this thread.
-                    let mut owned;
-                    let mut borrowed = cell.try_borrow_mut();
-                    let scratch: &mut Vec<u8> = match borrowed.as_deref_mut() {
-                        Ok(kept) => kept,
-                        Err(_) => {
-                            owned = Vec::new();
-                            &mut owned
-                        }
-                    };
-                    if scratch.len() < PIECE {
-                        scratch.try_reserve_exact(PIECE).map_err(|_| cb3_result::OutOfMemory)?;
-                        scratch.resize(PIECE, 0);
-                    }
+                with_scratch(PIECE, |scratch| {
                     let mut at = first;
                     while at < stop {
                         // The next piece boundary, aligned in the MAC input.
@@ -387,17 +597,12 @@ pub fn seal(
     out: &mut [u8],
     pool: Option<&LazyPool>,
 ) -> Cb3Result<[u8; 32]> {
-    if out.len() < SMALL_MESSAGE {
-        let mut scratch = [0u8; SMALL_MESSAGE];
-        let buf = &mut scratch[..out.len()];
-        match source {
-            Source::InPlace => buf.copy_from_slice(out),
-            Source::Separate(input) => buf.copy_from_slice(input),
-        }
-        let tag = reference(key).encrypt_in_place_detached(nonce, buf, aad);
-        scrub_stack();
-        out.copy_from_slice(buf);
-        return Ok(tag);
+    if aad.len().saturating_add(out.len()) <= DIRECT_MAX - 16 {
+        let mut secrets = Secrets::new();
+        let tag = seal_direct(&mut secrets, key, nonce, aad, source, out);
+        secrets.wipe();
+        scrub_direct(aad.len() + out.len() + 16);
+        return tag;
     }
     let keys = MessageKeys::derive(key, nonce);
     scrub_stack();
@@ -442,22 +647,12 @@ pub fn open(
     pool: Option<&LazyPool>,
 ) -> Cb3Result<()> {
     let tag = *tag; // read once
-    if out.len() < SMALL_MESSAGE {
-        // The crate decrypts in place; use a scratch copy so that `out` is
-        // written only after the tag has verified.
-        let mut scratch = [0u8; SMALL_MESSAGE];
-        let buf = &mut scratch[..out.len()];
-        match source {
-            Source::InPlace => buf.copy_from_slice(out),
-            Source::Separate(input) => buf.copy_from_slice(input),
-        }
-        let verified = reference(key).decrypt_in_place_detached(nonce, buf, &tag, aad);
-        scrub_stack();
-        if verified.is_ok() {
-            out.copy_from_slice(buf);
-        }
-        wipe(buf);
-        return verified.map_err(|_| cb3_result::DecryptionFailed);
+    if aad.len().saturating_add(out.len()) <= DIRECT_MAX - 16 {
+        let mut secrets = Secrets::new();
+        let result = open_direct(&mut secrets, key, nonce, aad, &tag, source, out);
+        secrets.wipe();
+        scrub_direct(aad.len() + out.len() + 16);
+        return result;
     }
     let keys = MessageKeys::derive(key, nonce);
     scrub_stack();
@@ -765,9 +960,10 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 /// bytes. The tag is checked (in constant time) over the whole input before
 /// a single byte of `out` is written, so unverified plaintext is never
 /// released. Every ciphertext byte is read once, into a private copy that
-/// is MACed and then decrypted into `out` (the copy is as long as the
-/// message and freed before returning; messages under 512 bytes use the
-/// stack): what another thread or process writes into `ciphertext` during
+/// is MACed and then decrypted into `out` (messages whose MAC input
+/// `aad || 8 || ct || 8` is at most 64 KiB are staged on the stack or in a
+/// per-thread buffer, longer ones in a copy as long as the message, freed
+/// before returning): what another thread or process writes into `ciphertext` during
 /// the call either fails the tag or is not used. For a freshly allocated
 /// `out`, `cb3_aead_decrypt_private` skips the copy.
 ///
@@ -851,14 +1047,14 @@ unsafe fn decrypt_combined(
 /// the call (memory the caller has just allocated and not yet shared), in
 /// one pass: each piece of the ciphertext is copied into `out`, MACed there
 /// and decrypted in place. It writes unverified plaintext into `out`, so on
-/// failure `out` is wiped (all zeros, for messages of 512 bytes or more;
-/// shorter ones are verified first and `out` is left as it was) and the
+/// failure `out` is wiped (all zeros, for messages whose MAC input is over
+/// 64 KiB; shorter ones are verified first and `out` is left as it was) and the
 /// caller must discard it. The Python package uses it for the bytes objects it
 /// returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
 /// otherwise.
 ///
 /// `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
-/// long as the message, for messages of 512 bytes or more) so that plaintext
+/// long as the message, for MAC inputs over 64 KiB) so that plaintext
 /// reaches `out` only after the tag has verified, whoever else can see it.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_aead_decrypt_private(

@@ -610,12 +610,50 @@ unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: 
     Ok(())
 }
 
+/// `one_shot` for inputs of at most 64 KiB, by direct compressions
+/// (`direct`): no hasher state to build and wipe, and every whole chunk in
+/// one wide call. `key` is the key's words (the IV unkeyed).
+///
+/// # Safety
+/// See `buffers`.
+unsafe fn one_shot_direct(key: &[u32; 8], flags: u8, input: Raw, others: &[Raw], out: *mut u8, out_len: usize) -> Cb3Result<()> {
+    let out = Raw::new(out, out_len)?;
+    disjoint(&out, &[input])?;
+    disjoint(&out, others)?;
+    let (input, out) = (input.as_slice(), out.as_mut_slice());
+    if input.len() <= crate::direct::CHUNK_LEN {
+        let mut cv = [0u32; 8];
+        crate::direct::hash_chunk(key, flags, input, out, &mut cv);
+        crate::direct::wipe(&mut cv);
+        scrub_stack();
+    } else {
+        hash_tree_wiped(key, flags, input, out);
+        crate::wipe::scrub_stack_wide();
+    }
+    Ok(())
+}
+
+/// `direct::hash_tree` with its chaining values in this (not inlined)
+/// frame, wiped.
+#[inline(never)]
+fn hash_tree_wiped(key: &[u32; 8], flags: u8, input: &[u8], out: &mut [u8]) {
+    let mut tree = crate::direct::Tree::new();
+    crate::direct::hash_tree(key, flags, &[], input, out, &mut tree);
+    tree.wipe();
+}
+
 /// One-shot BLAKE3 hash of `input`: writes `out_len` output bytes (32 for
 /// the standard digest; any length, shorter outputs being prefixes of longer
 /// ones) to `out`, which must not overlap `input`. Single-threaded.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_hash(input: *const u8, input_len: usize, out: *mut u8, out_len: usize) -> cb3_result {
-    ffi_boundary(|| one_shot(blake3::Hasher::new(), Raw::new(input, input_len)?, &[], out, out_len))
+    ffi_boundary(|| {
+        let input = Raw::new(input, input_len)?;
+        if input_len <= crate::direct::MAX_INPUT {
+            return one_shot_direct(&crate::direct::IV, 0, input, &[], out, out_len);
+        }
+        one_shot(blake3::Hasher::new(), input, &[], out, out_len)
+    })
 }
 
 /// One-shot keyed BLAKE3 (a MAC / PRF) of `input` under a 32-byte `key`
@@ -633,7 +671,15 @@ pub unsafe extern "C" fn cb3_blake3_keyed_hash(
     ffi_boundary(|| {
         let key_raw = Raw::new(key, key_len)?;
         let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        one_shot(blake3::Hasher::new_keyed(key), Raw::new(input, input_len)?, &[key_raw], out, out_len)
+        let input = Raw::new(input, input_len)?;
+        if input_len <= crate::direct::MAX_INPUT {
+            let mut spare = [0u32; 8];
+            let words = crate::direct::key_words(key, &mut spare);
+            let done = one_shot_direct(words, crate::direct::KEYED_HASH, input, &[key_raw], out, out_len);
+            crate::direct::wipe(&mut spare);
+            return done;
+        }
+        one_shot(blake3::Hasher::new_keyed(key), input, &[key_raw], out, out_len)
     })
 }
 

@@ -19,6 +19,7 @@ pub mod buffers;
 pub mod chacha;
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod chunked;
+pub mod direct;
 pub mod errors;
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod hash;
