@@ -61,8 +61,8 @@ OTHER_KEY = bytes(range(2, 34))
 NONCE = bytes(range(100, 124))
 OTHER_NONCE = bytes(range(101, 125))
 AAD = b"bad-input matrix header"
-PT = bytes((i * 7 + 3) & 0xFF for i in range(600))  # above the 512-byte small-message cut-off
-SMALL_PT = PT[:100]  # below it: the crate's own code path
+PT = bytes((i * 7 + 3) & 0xFF for i in range(600))  # more than one 256-byte ChaCha run
+SMALL_PT = PT[:100]  # less than one run
 BIG_PT = bytes((i * 13 + 5) & 0xFF for i in range(70_000))  # GIL released
 HUGE = 1 << 62  # a length no buffer here really has
 CPYTHON = platform.python_implementation() == "CPython"
@@ -360,7 +360,7 @@ def _reordered(v: Valid) -> None:
 
 
 def _small(method: str) -> Extra:
-    """The same forgery below the 512-byte cut-off (the crate's code path)."""
+    """The same forgery on a message shorter than one ChaCha run."""
     small_sealed = flip(sealed(SMALL_PT), 5)
 
     def apply(v: Valid) -> None:
