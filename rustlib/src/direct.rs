@@ -143,11 +143,14 @@ pub struct Tree {
     parents: [u8; MAX_CHUNKS / 2 * 32],
     /// Bytes of `chunks` and `parents` written.
     used: usize,
+    /// Read, never used, by `hash_many` past the last pair of `parents`
+    /// (see `hash_tree`): keeps that read inside the struct.
+    slack: [u8; 16],
 }
 
 impl Tree {
     pub fn new() -> Self {
-        Tree { cv: [0; 8], block: [0; BLOCK_LEN], chunks: [0; MAX_CHUNKS * 32], parents: [0; MAX_CHUNKS / 2 * 32], used: 0 }
+        Tree { cv: [0; 8], block: [0; BLOCK_LEN], chunks: [0; MAX_CHUNKS * 32], parents: [0; MAX_CHUNKS / 2 * 32], used: 0, slack: [0; 16] }
     }
 
     pub fn wipe(&mut self) {
@@ -173,6 +176,43 @@ fn padded(full: usize, degree: usize) -> usize {
     full - rest + rest.next_power_of_two().clamp(4, degree)
 }
 
+fn as_chunk(bytes: &[u8]) -> &[u8; CHUNK_LEN] {
+    bytes[..CHUNK_LEN].try_into().expect("one chunk")
+}
+
+/// The chaining values of the whole chunks of `chunks` (chunk numbers
+/// `first` on) into `tree.chunks`, in `hash_many` calls padded to a SIMD
+/// width where the padding fits (see `padded`). Every chunk must have 16
+/// bytes of its buffer behind it (see `hash_tree`). Returns the chunk number
+/// after the last chaining value written, padding included.
+fn hash_chunks(p: Platform, key: &[u32; 8], flags: u8, chunks: &[u8], first: usize, tree: &mut Tree) -> usize {
+    let n = chunks.len() / CHUNK_LEN;
+    if n == 0 {
+        return 0;
+    }
+    let mut inputs: [&[u8; CHUNK_LEN]; MAX_CHUNKS] = [as_chunk(chunks); MAX_CHUNKS];
+    for (slot, chunk) in inputs.iter_mut().zip(chunks.chunks_exact(CHUNK_LEN)) {
+        *slot = as_chunk(chunk);
+    }
+    let wide = padded(n, p.simd_degree());
+    let wide = if first + wide <= MAX_CHUNKS { wide } else { n };
+    let out = &mut tree.chunks[first * 32..(first + wide) * 32];
+    p.hash_many(&inputs[..wide], key, first as u64, IncrementCounter::Yes, flags, CHUNK_START, CHUNK_END, out);
+    first + wide
+}
+
+/// The chaining value of chunk number `index` (`chunk`: at most one chunk,
+/// read block by block through a copy of its last block) into `tree.chunks`.
+fn chunk_cv(p: Platform, key: &[u32; 8], flags: u8, chunk: &[u8], index: usize, tree: &mut Tree) {
+    tree.cv = *key;
+    let (mut last, len, last_flags) = chunk_but_last(p, &mut tree.cv, chunk, index as u64, flags);
+    p.compress_in_place(&mut tree.cv, &last, len, index as u64, last_flags);
+    wipe(&mut last);
+    for (bytes, word) in tree.chunks[index * 32..][..32].chunks_exact_mut(4).zip(tree.cv.iter()) {
+        bytes.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
 /// BLAKE3 (keyed with `key` and `flags`) of `head || tail`, where `head` is
 /// whole chunks and the total is more than one chunk and at most
 /// `MAX_INPUT`: writes the output to `out`. Chaining values live in `tree`
@@ -182,27 +222,35 @@ pub fn hash_tree(key: &[u32; 8], flags: u8, head: &[u8], tail: &[u8], out: &mut 
     debug_assert!(head.len() % CHUNK_LEN == 0 && total > CHUNK_LEN && total <= MAX_INPUT);
     let p = platform();
     let full = total / CHUNK_LEN;
-    let as_chunk = |bytes: &[u8]| -> *const [u8; CHUNK_LEN] { bytes.as_ptr() as *const [u8; CHUNK_LEN] };
-    let first: &[u8; CHUNK_LEN] = if head.is_empty() { unsafe { &*as_chunk(tail) } } else { unsafe { &*as_chunk(head) } };
-    let mut inputs: [&[u8; CHUNK_LEN]; MAX_CHUNKS] = [first; MAX_CHUNKS];
-    let chunks = head.chunks_exact(CHUNK_LEN).chain(tail.chunks_exact(CHUNK_LEN));
-    for (slot, chunk) in inputs.iter_mut().zip(chunks) {
-        *slot = chunk.try_into().expect("one chunk");
+    let head_chunks = head.len() / CHUNK_LEN;
+    let tail_chunks = full - head_chunks;
+    // blake3's AVX2 `hash_many` loads each input block as 32 bytes from 16
+    // bytes before its end (keeping 16), so it reads 16 bytes past every
+    // chunk it is given: a chunk must have 16 more bytes of its buffer behind
+    // it. Not so for the last chunk of `head` (what follows is the caller's)
+    // nor for the last whole chunk of `tail` when fewer than 16 bytes follow
+    // it: those are hashed block by block (`chunk_cv`), the rest wide.
+    let rest_len = total % CHUNK_LEN;
+    let wide_head = head_chunks.saturating_sub(1);
+    let wide_tail = if rest_len >= 16 { tail_chunks } else { tail_chunks.saturating_sub(1) };
+    let mut end = 0;
+    end = end.max(hash_chunks(p, key, flags, &head[..wide_head * CHUNK_LEN], 0, tree));
+    if head_chunks > 0 {
+        let index = head_chunks - 1;
+        chunk_cv(p, key, flags, &head[index * CHUNK_LEN..], index, tree);
+        end = end.max(head_chunks);
     }
-    let wide = padded(full, p.simd_degree());
-    tree.used = (wide.max(full + 1) * 32).min(tree.chunks.len());
-    p.hash_many(&inputs[..wide], key, 0, IncrementCounter::Yes, flags, CHUNK_START, CHUNK_END, &mut tree.chunks[..wide * 32]);
+    end = end.max(hash_chunks(p, key, flags, &tail[..wide_tail * CHUNK_LEN], head_chunks, tree));
+    if wide_tail < tail_chunks {
+        let index = head_chunks + wide_tail;
+        chunk_cv(p, key, flags, &tail[wide_tail * CHUNK_LEN..][..CHUNK_LEN], index, tree);
+    }
     let mut count = full;
-    let rest = &tail[tail.len() - total % CHUNK_LEN..];
-    if !rest.is_empty() {
-        tree.cv = *key;
-        let (last, len, last_flags) = chunk_but_last(p, &mut tree.cv, rest, full as u64, flags);
-        p.compress_in_place(&mut tree.cv, &last, len, full as u64, last_flags);
-        for (bytes, word) in tree.chunks[full * 32..][..32].chunks_exact_mut(4).zip(tree.cv.iter()) {
-            bytes.copy_from_slice(&word.to_le_bytes());
-        }
+    if rest_len > 0 {
+        chunk_cv(p, key, flags, &tail[tail.len() - rest_len..], full, tree);
         count += 1;
     }
+    tree.used = (end.max(count) * 32).min(tree.chunks.len());
     // Parent levels, each one hash_many call, until two chaining values remain.
     let (mut from, mut to): (&mut [u8], &mut [u8]) = (&mut tree.chunks, &mut tree.parents);
     while count > 2 {
