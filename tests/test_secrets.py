@@ -131,7 +131,7 @@ def copies_in_memory(key: bytearray) -> int:
             # The parts of [lo, hi) before and after the scan buffer.
             for start, stop in ((lo, min(hi, buffer_start)), (max(lo, buffer_end), hi)):
                 found += _count_in(mem, view, start, stop, head, tail)
-    _SCAN_BUFFER[:] = bytes(len(_SCAN_BUFFER))  # no copy of anything stays in it
+    ctypes.memset(buffer_start, 0, len(_SCAN_BUFFER))  # no copy of anything stays in it (no 16 MiB temporary)
     return found
 
 
