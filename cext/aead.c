@@ -11,29 +11,6 @@ HPyType_HELPERS(CipherObject)
 
 /* ---- construction ---- */
 
-/* max_threads as Python spells it (blake3-py's convention: a positive count
- * or AUTO = -1) -> rustlib's (0 = every core). Returns -1 on error. */
-static int parse_max_threads(HPyContext *ctx, HPy value, size_t *out)
-{
-    *out = 1;
-    if (HPy_IsNull(value))
-        return 0;
-    if (!HPy_TypeCheck(ctx, value, ctx->h_LongType) || HPy_TypeCheck(ctx, value, ctx->h_BoolType))
-        return cb3_raisef(ctx, ctx->h_TypeError, "max_threads must be an int");
-    HPy_ssize_t n = HPyLong_AsSsize_t(ctx, value);
-    if (n == -1 && HPyErr_Occurred(ctx)) {
-        HPyErr_Clear(ctx);
-        n = 0;
-    }
-    if (n == CB3_AUTO)
-        *out = 0;
-    else if (n >= 1)
-        *out = (size_t)n;
-    else
-        return cb3_raisef(ctx, ctx->h_ValueError, "max_threads must be a positive int or cb3.AUTO (-1)");
-    return 0;
-}
-
 HPyDef_SLOT(Cipher_new, HPy_tp_new)
 static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
@@ -42,8 +19,9 @@ static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     HPy result = HPy_NULL;
     cb3_borrowed set = {.count = 0};
     size_t max_threads;
+    static const cb3_int_param threads = {"max_threads", 0, "a positive int or cb3.AUTO (-1)"};
     if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0 ||
-        parse_max_threads(ctx, arg[1], &max_threads) < 0)
+        cb3_arg_threads(ctx, arg[1], &threads, &max_threads) < 0)
         goto done;
     const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
     if (key == NULL)

@@ -179,40 +179,82 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n)
     }
 }
 
-int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out)
+/* The one integer converter. An int, or any object with __index__ (numpy
+ * integers); `bool` only where the parameter's policy accepts it. Returns
+ * the index (a new handle), or HPy_NULL with TypeError naming the argument. */
+static HPy int_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
 {
-    if (HPy_TypeCheck(ctx, obj, ctx->h_LongType)) { /* the common case: an int */
-        uint64_t value = HPyLong_AsUInt64_t(ctx, obj);
-        if (!(value == (uint64_t)-1 && HPyErr_Occurred(ctx))) {
-            *out = value;
-            return 0;
-        }
+    HPy index = HPy_NULL;
+    if ((param->flags & CB3_INT_BOOL_OK) || !HPy_TypeCheck(ctx, obj, ctx->h_BoolType)) {
+        index = HPy_Index(ctx, obj);
+        if (!HPy_IsNull(index))
+            return index;
         HPyErr_Clear(ctx);
     }
-    HPy index = HPy_Index(ctx, obj);
-    if (HPy_IsNull(index)) {
-        HPyErr_Clear(ctx);
-        PyObject *py = HPy_AsPyObject(ctx, obj);
-        cb3_raisef(ctx, ctx->h_TypeError, "%s must be an int, not '%s'", name, py ? Py_TYPE(py)->tp_name : "?");
-        Py_XDECREF(py);
+    PyObject *py = HPy_AsPyObject(ctx, obj);
+    cb3_raisef(ctx, ctx->h_TypeError, "%s must be an int, not '%s'", param->name, py ? Py_TYPE(py)->tp_name : "?");
+    Py_XDECREF(py);
+    return HPy_NULL;
+}
+
+/* The error for an integer outside the C type: its policy's text, or the
+ * type's bounds. Returns -1. */
+static int out_of_range(HPyContext *ctx, HPy index, const cb3_int_param *param, const char *bound)
+{
+    HPy error = (param->flags & CB3_INT_OVERFLOW) ? ctx->h_OverflowError : ctx->h_ValueError;
+    if (param->range != NULL)
+        return cb3_raisef(ctx, error, "%s must be %s", param->name, param->range);
+    HPy zero = HPyLong_FromLong(ctx, 0);
+    int negative = HPy_RichCompareBool(ctx, index, zero, HPy_LT);
+    HPy_Close(ctx, zero);
+    return cb3_raisef(ctx, error, "%s must %s", param->name, negative ? "not be negative" : bound);
+}
+
+int cb3_arg_int(HPyContext *ctx, HPy obj, const cb3_int_param *param, uint64_t *out)
+{
+    HPy index = int_index(ctx, obj, param);
+    if (HPy_IsNull(index))
         return -1;
-    }
     uint64_t value = HPyLong_AsUInt64_t(ctx, index);
     int status = 0;
     if (value == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
         HPyErr_Clear(ctx);
-        HPy zero = HPyLong_FromLong(ctx, 0);
-        int negative = HPy_RichCompareBool(ctx, index, zero, HPy_LT);
-        HPy_Close(ctx, zero);
-        if (negative)
-            status = cb3_raisef(ctx, range_error, "%s must not be negative", name);
-        else
-            status = cb3_raisef(ctx, range_error, "%s must be less than 2**64", name);
+        status = out_of_range(ctx, index, param, "be less than 2**64");
     } else {
         *out = value;
     }
     HPy_Close(ctx, index);
     return status;
+}
+
+int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t *out)
+{
+    *out = 1;
+    if (HPy_IsNull(obj))
+        return 0;
+    HPy index = int_index(ctx, obj, param);
+    if (HPy_IsNull(index))
+        return -1;
+    int64_t value = HPyLong_AsInt64_t(ctx, index);
+    int status = 0;
+    if (value == -1 && HPyErr_Occurred(ctx)) {
+        HPyErr_Clear(ctx);
+        status = out_of_range(ctx, index, param, "fit in a 64-bit int");
+    } else if (value == CB3_AUTO) {
+        *out = CB3_BLAKE3_AUTO;
+    } else if (value >= 1) {
+        *out = (size_t)value;
+    } else {
+        status = cb3_raisef(ctx, ctx->h_ValueError, "%s must be %s, got %lld: not a valid number of threads",
+                            param->name, param->range, (long long)value);
+    }
+    HPy_Close(ctx, index);
+    return status;
+}
+
+HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
+{
+    return int_index(ctx, obj, param);
 }
 
 HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner)

@@ -2,22 +2,6 @@
  * for the raw-Rust column of `python -m cb3 bench`. */
 #include "cb3ext.h"
 
-/* An int argument in [min, max]: TypeError or ValueError naming it. */
-static int int_in_range(HPyContext *ctx, HPy value, const char *name, long long min, long long max, long long *out)
-{
-    if (!HPy_TypeCheck(ctx, value, ctx->h_LongType) || HPy_TypeCheck(ctx, value, ctx->h_BoolType))
-        return cb3_raisef(ctx, ctx->h_TypeError, "%s must be an int", name);
-    long long n = HPyLong_AsLongLong(ctx, value);
-    if (n == -1 && HPyErr_Occurred(ctx)) {
-        HPyErr_Clear(ctx);
-        return cb3_raisef(ctx, ctx->h_ValueError, "%s must be in range(%lld, %lld)", name, min, max + 1);
-    }
-    if (n < min || n > max)
-        return cb3_raisef(ctx, ctx->h_ValueError, "%s must be in range(%lld, %lld)", name, min, max + 1);
-    *out = n;
-    return 0;
-}
-
 HPyDef_METH(bench_reference, "bench_reference", HPyFunc_KEYWORDS,
             .doc = "bench_reference(mode, message_len, iterations)\n--\n\n"
                    "Seconds taken by `iterations` calls of the crate's encrypt (mode 0), "
@@ -25,19 +9,26 @@ HPyDef_METH(bench_reference, "bench_reference", HPyFunc_KEYWORDS,
 static HPy bench_reference_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"bench_reference", {"mode", "message_len", "iterations", NULL}, 3, 0};
+    static const cb3_int_param params[3] = {{"mode", 0, NULL}, {"message_len", 0, NULL}, {"iterations", 0, NULL}};
     HPy arg[3];
-    long long mode, message_len, iterations;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0 ||
-        int_in_range(ctx, arg[0], "mode", 0, 2, &mode) < 0 ||
-        int_in_range(ctx, arg[1], "message_len", 0, 1LL << 30, &message_len) < 0 ||
-        int_in_range(ctx, arg[2], "iterations", 1, INT64_MAX - 1, &iterations) < 0)
+    uint64_t value[3];
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
+    for (int i = 0; i < 3; i++) {
+        if (cb3_arg_int(ctx, arg[i], &params[i], &value[i]) < 0)
+            return HPy_NULL;
+    }
     uint64_t elapsed_ns = 0;
     cb3_result r;
+    /* Rust checks the ranges; values past the C types become ones it refuses. */
     CB3_RUN(ctx, NULL, (size_t)CB3_GIL_THRESHOLD, r,
-            cb3_bench_reference((unsigned int)mode, (size_t)message_len, (uint64_t)iterations, &elapsed_ns));
+            cb3_bench_reference(value[0] > UINT_MAX ? UINT_MAX : (unsigned int)value[0],
+                                value[1] > SIZE_MAX ? SIZE_MAX : (size_t)value[1], value[2], &elapsed_ns));
     if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, NULL);
+        cb3_given_lengths given = {
+            .invalid = "bench_reference() takes mode in range(0, 3), message_len in range(0, 2**30 + 1) "
+                       "and iterations of at least 1"};
+        cb3_raise(ctx, r, &given);
         return HPy_NULL;
     }
     return HPyFloat_FromDouble(ctx, (double)elapsed_ns / 1e9);

@@ -56,6 +56,7 @@ typedef struct {
     int wide;                /* raw ChaCha with an 8-byte nonce (a 64-bit block counter) */
     int os_error;            /* CB3_RESULT_IO_ERROR: the errno value, or 0 */
     HPy path;                /* CB3_RESULT_IO_ERROR: the file name (borrowed), or HPy_NULL */
+    const char *invalid;     /* CB3_RESULT_INVALID_ARGUMENT: the rule the call's arguments broke, or NULL */
 } cb3_given_lengths;
 
 /* Sets the Python exception for a failed cb3 call: the only place where a
@@ -203,11 +204,31 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
 /* ---- module-level functions (bench.c) ---- */
 
 extern HPyDef bench_reference;
-/* An integer argument (an int or any object with __index__) as uint64_t.
- * Not an integer: TypeError naming `name`; negative or 2**64 and above:
- * `range_error` (e.g. ctx->h_OverflowError). Returns 0, or -1 with the
- * exception set. */
-int cb3_arg_u64(HPyContext *ctx, HPy obj, const char *name, HPy range_error, uint64_t *out);
+/* Integer arguments: one converter (args.c), one policy per parameter.
+ * Every parameter accepts an int or any object with __index__ (numpy
+ * integers) and refuses anything else with "NAME must be an int, not 'T'".
+ * cb3's own parameters refuse bool too (True as a count or an index is a
+ * misuse sign); blake3-py's (cb3.blake3's max_threads, digest's length and
+ * seek) accept it, as blake3-py does. A value outside the C type raises
+ * ValueError, or OverflowError (blake3-py's, and `length`), with `range` if
+ * given, else "must not be negative" / "must be less than 2**64". Every other
+ * range is Rust's to check. tests/test_bad_inputs.py records each policy. */
+enum { CB3_INT_BOOL_OK = 1, CB3_INT_OVERFLOW = 2 };
+typedef struct {
+    const char *name;
+    int flags;         /* CB3_INT_BOOL_OK | CB3_INT_OVERFLOW */
+    const char *range; /* the rule told for a value outside the C type, or NULL */
+} cb3_int_param;
+
+/* As uint64_t. Returns 0, or -1 with the exception set. */
+int cb3_arg_int(HPyContext *ctx, HPy obj, const cb3_int_param *param, uint64_t *out);
+/* max_threads as Python spells it (blake3-py's: a positive count, or AUTO =
+ * -1) -> rustlib's (CB3_BLAKE3_AUTO = 0: every core); 1 when absent
+ * (HPy_NULL). `range` says the rule ("a positive int or cb3.AUTO (-1)"). */
+int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t *out);
+/* The integer as a Python int (a new handle), for values beyond 64 bits
+ * (ChaCha positions), or HPy_NULL with TypeError set. */
+HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param);
 
 /* ---- types ---- */
 

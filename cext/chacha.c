@@ -30,9 +30,10 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     if (nonce == NULL)
         goto done;
     uint64_t counter = 0, rounds = 20;
-    if (!HPy_IsNull(arg[2]) && cb3_arg_u64(ctx, arg[2], "counter", ctx->h_ValueError, &counter) < 0)
+    static const cb3_int_param counter_param = {"counter", 0, NULL}, rounds_param = {"rounds", 0, NULL};
+    if (!HPy_IsNull(arg[2]) && cb3_arg_int(ctx, arg[2], &counter_param, &counter) < 0)
         goto done;
-    if (!HPy_IsNull(arg[3]) && cb3_arg_u64(ctx, arg[3], "rounds", ctx->h_ValueError, &rounds) < 0)
+    if (!HPy_IsNull(arg[3]) && cb3_arg_int(ctx, arg[3], &rounds_param, &rounds) < 0)
         goto done;
     int wide = nonce->len == 8;
     cb3_chacha *chacha = NULL;
@@ -163,14 +164,10 @@ static int is_two_to_the_64(HPyContext *ctx, HPy value)
  * it. Positions of 2**64 and beyond (8-byte nonces) go through Python ints. */
 static int split_position(HPyContext *ctx, HPy obj, uint64_t *block, uint32_t *offset, int wide)
 {
-    HPy index = HPy_Index(ctx, obj);
-    if (HPy_IsNull(index)) {
-        HPyErr_Clear(ctx);
-        PyObject *py = HPy_AsPyObject(ctx, obj);
-        cb3_raisef(ctx, ctx->h_TypeError, "position must be an int, not '%s'", py ? Py_TYPE(py)->tp_name : "?");
-        Py_XDECREF(py);
+    static const cb3_int_param position = {"position", 0, NULL};
+    HPy index = cb3_arg_index(ctx, obj, &position);
+    if (HPy_IsNull(index))
         return -1;
-    }
     int status = 0;
     uint64_t value = HPyLong_AsUInt64_t(ctx, index);
     if (!(value == (uint64_t)-1 && HPyErr_Occurred(ctx))) {

@@ -19,7 +19,7 @@ static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssiz
     cb3_borrowed set = {.count = 0};
     uint64_t max_threads = 1;
     if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0 ||
-        cb3_arg_u64(ctx, arg[3], "max_threads", ctx->h_ValueError, &max_threads) < 0)
+        cb3_arg_int(ctx, arg[3], &(const cb3_int_param){"max_threads", 0, NULL}, &max_threads) < 0)
         goto done;
     const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
     const cb3_buffer *header = key ? cb3_borrow(ctx, &set, arg[1], "header", CB3_READ) : NULL;
@@ -71,7 +71,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     cb3_borrowed set = {.count = 0};
     uint64_t first = 0;
     if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0 ||
-        cb3_arg_u64(ctx, arg[0], "first_index", ctx->h_OverflowError, &first) < 0)
+        cb3_arg_int(ctx, arg[0], &(const cb3_int_param){"first_index", CB3_INT_OVERFLOW, NULL}, &first) < 0)
         return HPy_NULL;
     int last = HPy_IsTrue(ctx, arg[1]);
     if (last < 0)

@@ -104,8 +104,11 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         if (!HPyErr_Occurred(ctx))
             HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
         return -1;
-    case CB3_RESULT_INSUFFICIENT_SIZE:
     case CB3_RESULT_INVALID_ARGUMENT:
+        if (given->invalid)
+            return cb3_raisef(ctx, ctx->h_ValueError, "%s", given->invalid);
+        return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));
+    case CB3_RESULT_INSUFFICIENT_SIZE:
     case CB3_RESULT_INVALID_UTF8:
         return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));
     default:

@@ -48,11 +48,15 @@ static const char *utf8_arg(HPyContext *ctx, HPy obj, const char *name, size_t *
 }
 
 /* The output `length`: an int in range(0, limit + 1); OverflowError beyond,
- * as blake3-py. */
-static int length_arg(HPyContext *ctx, HPy obj, size_t limit, size_t *out)
+ * as blake3-py. blake3-py's digest() takes True as 1; cb3's one-shot
+ * functions refuse bool, as every cb3 parameter does. */
+static const cb3_int_param digest_length = {"length", CB3_INT_BOOL_OK | CB3_INT_OVERFLOW, NULL};
+static const cb3_int_param one_shot_length = {"length", CB3_INT_OVERFLOW, NULL};
+
+static int length_arg(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t limit, size_t *out)
 {
     uint64_t value = DEFAULT_LENGTH;
-    if (!HPy_IsNull(obj) && cb3_arg_u64(ctx, obj, "length", ctx->h_OverflowError, &value) < 0)
+    if (!HPy_IsNull(obj) && cb3_arg_int(ctx, obj, param, &value) < 0)
         return -1;
     if (value > (uint64_t)limit)
         return cb3_raisef(ctx, ctx->h_OverflowError, "length must be at most %zu, got %llu", limit,
@@ -79,35 +83,6 @@ static HPy hex_string(HPyContext *ctx, const uint8_t *bytes, size_t len)
 
 /* ---- construction ---- */
 
-/* max_threads as the Rust side takes it: 1, CB3_BLAKE3_AUTO (0), or more. */
-static int threads_arg(HPyContext *ctx, HPy obj, size_t *out)
-{
-    *out = 1;
-    if (HPy_IsNull(obj))
-        return 0;
-    HPy index = HPy_Index(ctx, obj);
-    if (HPy_IsNull(index)) {
-        HPyErr_Clear(ctx);
-        return cb3_raisef(ctx, ctx->h_TypeError, "max_threads must be an int, not '%s'", type_name(ctx, obj));
-    }
-    int64_t value = HPyLong_AsInt64_t(ctx, index);
-    HPy_Close(ctx, index);
-    if (value == -1 && HPyErr_Occurred(ctx)) { /* OverflowError past 64 bits, as blake3-py */
-        HPyErr_Clear(ctx);
-        return cb3_raisef(ctx, ctx->h_OverflowError, "max_threads is too large for a 64-bit int");
-    }
-    if (value == CB3_AUTO) {
-        *out = CB3_BLAKE3_AUTO;
-        return 0;
-    }
-    if (value < 1)
-        return cb3_raisef(ctx, ctx->h_ValueError,
-                          "max_threads must be a positive int or blake3.AUTO (-1), got %lld: "
-                          "not a valid number of threads", (long long)value);
-    *out = (size_t)value;
-    return 0;
-}
-
 HPyDef_SLOT(Blake3_new, HPy_tp_new)
 static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
@@ -124,8 +99,11 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         key_obj = HPy_NULL;
     if (!HPy_IsNull(context_obj) && HPy_Is(ctx, context_obj, ctx->h_None))
         context_obj = HPy_NULL;
+    /* blake3-py's parameter: True is 1, OverflowError beyond 64 bits */
+    static const cb3_int_param threads = {"max_threads", CB3_INT_BOOL_OK | CB3_INT_OVERFLOW,
+                                          "a positive int or blake3.AUTO (-1)"};
     size_t max_threads;
-    if (threads_arg(ctx, arg[3], &max_threads) < 0)
+    if (cb3_arg_threads(ctx, arg[3], &threads, &max_threads) < 0)
         goto done;
     if (!HPy_IsNull(arg[4]) && !HPy_TypeCheck(ctx, arg[4], ctx->h_BoolType)) {
         cb3_raisef(ctx, ctx->h_TypeError, "usedforsecurity must be a bool, not '%s'", type_name(ctx, arg[4]));
@@ -302,10 +280,11 @@ static int output_args(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnam
     /* Only the name changes between digest and hexdigest. */
     cb3_argspec spec = {function, {"length", "seek", NULL}, 0, 1};
     HPy arg[2];
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0 || length_arg(ctx, arg[0], limit, length) < 0)
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0 || length_arg(ctx, arg[0], &digest_length, limit, length) < 0)
         return -1;
     *seek = 0;
-    if (!HPy_IsNull(arg[1]) && cb3_arg_u64(ctx, arg[1], "seek", ctx->h_OverflowError, seek) < 0)
+    static const cb3_int_param seek_param = {"seek", CB3_INT_BOOL_OK | CB3_INT_OVERFLOW, NULL};
+    if (!HPy_IsNull(arg[1]) && cb3_arg_int(ctx, arg[1], &seek_param, seek) < 0)
         return -1;
     return 0;
 }
@@ -447,7 +426,7 @@ static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames,
         return HPy_NULL;
     int n_inputs = mode == MODE_HASH ? 1 : 2;
     size_t length;
-    if (length_arg(ctx, arg[n_inputs], (size_t)PY_SSIZE_T_MAX, &length) < 0)
+    if (length_arg(ctx, arg[n_inputs], &one_shot_length, (size_t)PY_SSIZE_T_MAX, &length) < 0)
         return HPy_NULL;
     const cb3_buffer *key = NULL;
     const char *context = NULL;

@@ -20,26 +20,14 @@ static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
     if (nonce == NULL)
         goto done;
+    static const cb3_int_param index_param = {"message_index", 0, "in range(0, 2**64 - 1)"};
     uint64_t index = 0;
-    if (!HPy_IsNull(arg[2])) {
-        if (!HPy_TypeCheck(ctx, arg[2], ctx->h_LongType)) {
-            cb3_raisef(ctx, ctx->h_TypeError, "message_index must be an int");
-            goto done;
-        }
-        index = HPyLong_AsUInt64_t(ctx, arg[2]);
-        if (index == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
-            HPyErr_Clear(ctx);
-            index = UINT64_MAX;
-        }
-        if (index == UINT64_MAX) {
-            cb3_raisef(ctx, ctx->h_ValueError, "message_index must be in range(0, 2**64 - 1)");
-            goto done;
-        }
-    }
+    if (!HPy_IsNull(arg[2]) && cb3_arg_int(ctx, arg[2], &index_param, &index) < 0)
+        goto done;
     cb3_stream *stream = NULL;
     cb3_result r = cb3_stream_new(key->ptr, key->len, nonce->ptr, nonce->len, index, &stream);
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, nonce->len, 0};
+        cb3_given_lengths given = {key->len, nonce->len, 0, .invalid = "message_index must be in range(0, 2**64 - 1)"};
         cb3_raise(ctx, r, &given);
         goto done;
     }

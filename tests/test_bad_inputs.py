@@ -148,41 +148,38 @@ DATA_INTO = Param("data", "data", huge=(ValueError, r"^buf must be exactly \d+ b
 BUF_OUT = Param("buf", "out", huge=(ValueError, rf"^buf must be exactly \d+ bytes \(.*\), got {HUGE}$"))
 BUF_INOUT = Param("buf", "inout")
 
-_INT_TYPES = (("str", "2"), ("float", 2.0), ("None", None), ("bytes", b"\x02"), ("list", [2]), ("complex", 2j))
-MAX_THREADS_P = Param(
-    "max_threads",
-    "int",
-    required=False,
-    keyword_only=True,
-    bad=tuple((label, value, TypeError, r"^max_threads must be an int$") for label, value in _INT_TYPES)
-    + (("bool", True, TypeError, r"^max_threads must be an int$"),)
-    + tuple(
-        (f"value-{value}", value, ValueError, r"^max_threads must be a positive int or cb3.AUTO")
-        for value in (0, -2, -(2**70), 2**64, 2**70)
-    ),
-)
-MESSAGE_INDEX_P = Param(
-    "message_index",
-    "int",
-    required=False,
-    keyword_only=True,
-    bad=tuple((label, value, TypeError, r"^message_index must be an int$") for label, value in _INT_TYPES)
-    + tuple(
-        (f"value-{value}", value, ValueError, r"^message_index must be in range\(0, 2\*\*64 - 1\)$")
-        for value in (-1, 2**64 - 1, 2**64, 2**100, -(2**70))
-    ),
-)
+_INT_TYPES = (("str", "2"), ("float", 2.0), ("None", None), ("bytes", b"\x02"), ("list", [2]), ("complex", 2j),
+              ("bool", True))
 
 
-def int_errors(name: str, values: dict[str, tuple[int, ...]]) -> tuple[tuple[str, Any, type[BaseException], str], ...]:
-    """cb3.chacha20's integers: TypeError "NAME must be an int, not 'T'" for
-    every non-int; ValueError with the given message regex for each value."""
+def int_errors(
+    name: str, values: dict[str, tuple[int, ...]], exc: type[BaseException] = ValueError
+) -> tuple[tuple[str, Any, type[BaseException], str], ...]:
+    """cb3's integer policy (cext/args.c, one converter): any int or object
+    with __index__ (test_integer_spellings), but TypeError "NAME must be an
+    int, not 'T'" for everything else, bool included (True as a count or an
+    index is a misuse sign); `exc` with the given message regex for each
+    value. cb3.blake3 follows blake3-py instead (test_blake3_integers_follow_blake3_py)."""
     types = tuple(
         (label, value, TypeError, rf"^{name} must be an int, not '{type(value).__name__}'$") for label, value in _INT_TYPES
     )
     return types + tuple(
-        (f"value-{value}", value, ValueError, message) for message, bad in values.items() for value in bad
+        (f"value-{value}", value, exc, message) for message, bad in values.items() for value in bad
     )
+
+
+MAX_THREADS_P = Param(
+    "max_threads", "int", required=False, keyword_only=True,
+    bad=int_errors("max_threads", {
+        r"^max_threads must be a positive int or cb3.AUTO \(-1\)": (0, -2, -(2**70), 2**64, 2**70),
+    }),
+)
+MESSAGE_INDEX_P = Param(
+    "message_index", "int", required=False, keyword_only=True,
+    bad=int_errors("message_index", {
+        r"^message_index must be in range\(0, 2\*\*64 - 1\)$": (-1, 2**64 - 1, 2**64, 2**100, -(2**70)),
+    }),
+)
 
 
 _NONCE12 = bytes(range(12))
@@ -217,15 +214,11 @@ CHACHA_NONCE_P = Param(
 )
 
 
-#: The output length of the one-shot BLAKE3 functions (blake3-py's rules:
-#: an int, OverflowError below 0).
+#: The output length of the one-shot BLAKE3 functions: cb3's policy, with
+#: blake3-py's OverflowError below 0.
 LENGTH_P = Param(
-    "length",
-    "int",
-    required=False,
-    bad=tuple((label, value, TypeError, r"^length must be an int") for label, value in _INT_TYPES if value is not None)
-    + (("value--1", -1, OverflowError, r"^length must not be negative$"),
-       ("value-huge", 2**100, OverflowError, r"length")),
+    "length", "int", required=False,
+    bad=int_errors("length", {r"^length must not be negative$": (-1,), r"length": (2**100,)}, OverflowError),
 )
 
 #: Public callables whose bad inputs are tested elsewhere, because their error
@@ -251,13 +244,19 @@ COVERED_BY_TEST_CHUNKED = {
 
 
 def int_p(name: str, low: int, high: int) -> Param:
-    """An int parameter in range(low, high) with the strict int check."""
-    type_errors = tuple((label, value, TypeError, rf"^{name} must be an int$") for label, value in _INT_TYPES)
-    range_errors = tuple(
-        (f"value-{value}", value, ValueError, rf"^{name} must be in range\({low}, {high}\)$")
-        for value in sorted({low - 1, high, high + 1, -(2**64), 2**64, 2**100})
-    )
-    return Param(name, "int", bad=(*type_errors, ("bool", True, TypeError, rf"^{name} must be an int$"), *range_errors))
+    """A bench_reference parameter in range(low, high): Rust checks the
+    three ranges, with one message for them."""
+    rule = (r"^bench_reference\(\) takes mode in range\(0, 3\), message_len in range\(0, 2\*\*30 \+ 1\) "
+            r"and iterations of at least 1$")
+
+    def message(value: int) -> str:
+        if value < 0:
+            return rf"^{name} must not be negative$"
+        return rf"^{name} must be less than 2\*\*64$" if value >= 2**64 else rule
+
+    values = sorted({low - 1, high, high + 1, -(2**64), 2**64, 2**100})
+    return Param(name, "int", bad=int_errors(name, {}) + tuple(
+        (f"value-{value}", value, ValueError, message(value)) for value in values))
 
 
 def _cipher(key: bytes = KEY) -> cb3.ChaCha20Blake3:
@@ -557,7 +556,7 @@ APIS: list[Api] = [
     Api(
         "_cb3.bench_reference",
         lambda: Valid(cb3._cb3.bench_reference, {"mode": 0, "message_len": 64, "iterations": 1}),
-        (int_p("mode", 0, 3), int_p("message_len", 0, 2**30 + 1), int_p("iterations", 1, 2**63 - 1)),
+        (int_p("mode", 0, 3), int_p("message_len", 0, 2**30 + 1), int_p("iterations", 1, 2**64)),
     ),
     # A buffer lying about a huge length is not tried for the hashes: they
     # would have to read it (the output size does not depend on it).
@@ -1007,6 +1006,59 @@ def test_valid_call_succeeds(api: Api) -> None:
     result = valid.fn(*args, **kwargs)
     if api.name in ("ChaCha20Blake3.decrypt", "ChaCha20Blake3.decrypt_detached", "Stream.decrypt"):
         assert result == PT
+
+
+class Index:
+    """An integer that is not an int, as numpy's integers are."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+#: A valid value for each integer parameter that the valid calls leave out.
+INT_VALUES = {"max_threads": 2, "message_index": 3, "counter": 1, "rounds": 12, "length": 40}
+INT_PARAMS = [(api, p) for api in APIS for p in api.params if p.kind == "int"]
+
+
+@pytest.mark.parametrize("spelling", [np.int64, np.uint8, Index], ids=["numpy-int64", "numpy-uint8", "__index__"])
+@pytest.mark.parametrize("api,param", INT_PARAMS, ids=[f"{a.name}-{p.name}" for a, p in INT_PARAMS])
+def test_integer_spellings(api: Api, param: Param, spelling: Callable[[int], Any]) -> None:
+    """Every integer parameter takes any object with __index__, with the
+    result of the plain int (the other half of int_errors' policy)."""
+    results = []
+    for value in (lambda x: x, spelling):
+        valid = api.valid()
+        valid.args[param.name] = value(valid.args.get(param.name, INT_VALUES.get(param.name, 0)))
+        args, kwargs = split(api, valid.args)
+        result = valid.fn(*args, **kwargs)
+        results.append((result, valid.state()) if isinstance(result, (bytes, int, type(None))) else valid.state())
+    if api.name != "_cb3.bench_reference":  # it returns a time
+        assert results[0] == results[1]
+
+
+@pytest.mark.skipif(not CPYTHON, reason="blake3-py, the reference, is installed on CPython only")
+@pytest.mark.parametrize(
+    "value", [True, False, np.int64(2), Index(3), -1, -2, 0, 2**63, 2**64, 2**70, 2.0, "2", None],
+    ids=repr)
+@pytest.mark.parametrize("where", ["max_threads", "length", "seek"])
+def test_blake3_integers_follow_blake3_py(where: str, value: Any) -> None:
+    """cb3.blake3 is a drop-in for blake3-py, so its integer parameters take
+    what blake3-py's take (True, numpy integers, AUTO = -1) and refuse what
+    it refuses with the same exception type."""
+    import blake3 as blake3_py
+
+    def outcome(module: Any) -> Any:
+        try:
+            if where == "max_threads":
+                return module.blake3(b"abc", max_threads=value).digest()
+            return module.blake3(b"abc").digest(**{where: value})
+        except Exception as error:  # noqa: BLE001 - the type is the result
+            return type(error)
+
+    assert outcome(cb3) == outcome(blake3_py)
 
 
 def test_matrix_covers_every_public_callable() -> None:
