@@ -78,7 +78,9 @@ pub unsafe extern "C" fn cb3_bench_reference(
                 }
             }
         }
-        store(elapsed_ns_out, start.elapsed().as_nanos() as u64);
+        // SAFETY: checked not NULL above; the C caller's contract makes it
+        // valid for a write.
+        unsafe { store(elapsed_ns_out, start.elapsed().as_nanos() as u64) };
         Ok(())
     })
 }
@@ -93,10 +95,12 @@ mod tests {
         for (mode, len, iterations) in
             [(3, 64, 1), (c_uint::MAX, 64, 1), (0, MAX_MESSAGE_LEN + 1, 1), (0, usize::MAX, 1), (0, 64, 0)]
         {
+            // SAFETY: `elapsed` is a live u64.
             let result = unsafe { cb3_bench_reference(mode, len, iterations, &mut elapsed) };
             assert_eq!(result, cb3_result::InvalidArgument, "{mode} {len} {iterations}");
             assert_eq!(elapsed, 7);
         }
+        // SAFETY: as above.
         let result = unsafe { cb3_bench_reference(cb3_bench_mode::Decrypt as c_uint, 100, 2, &mut elapsed) };
         assert_eq!(result, cb3_result::Ok);
     }

@@ -243,13 +243,15 @@ impl HasherRef<'_> {
 /// # Safety
 /// `ptr` is NULL or came from a `cb3_blake3` constructor.
 unsafe fn hasher_ref<'a>(ptr: *const cb3_blake3) -> Cb3Result<HasherRef<'a>> {
-    object::get_with_owner(ptr).map(|(hasher, owner)| HasherRef { hasher, owner })
+    // SAFETY: the caller's guarantee is get_with_owner's.
+    unsafe { object::get_with_owner(ptr) }.map(|(hasher, owner)| HasherRef { hasher, owner })
 }
 
 /// # Safety
 /// `out` is NULL or valid for one write.
 unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> Cb3Result<()> {
-    object::give(cb3_blake3::new(hasher, max_threads), hasher_out)
+    // SAFETY: the caller's guarantee is give's.
+    unsafe { object::give(cb3_blake3::new(hasher, max_threads), hasher_out) }
 }
 
 /// A UTF-8 context string as BLAKE3's key derivation requires.
@@ -258,7 +260,8 @@ unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *m
 /// See `buffers`.
 unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&'a str> {
     let context = Raw::new(context, context_len)?;
-    std::str::from_utf8(context.as_slice()).map_err(|_| cb3_result::InvalidUtf8)
+    // SAFETY: the caller's guarantee: `context_len` readable bytes at `context`.
+    std::str::from_utf8(unsafe { context.as_slice() }).map_err(|_| cb3_result::InvalidUtf8)
 }
 
 /// Creates a hasher for the default (unkeyed) BLAKE3 hash.
@@ -274,7 +277,8 @@ unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&
 /// `*hasher_out` is not written.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_new(max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> cb3_result {
-    ffi_boundary(|| give_hasher(blake3::Hasher::new(), max_threads, hasher_out))
+    // SAFETY: the C caller's contract: `hasher_out` is NULL or valid for a write.
+    ffi_boundary(|| unsafe { give_hasher(blake3::Hasher::new(), max_threads, hasher_out) })
 }
 
 /// Creates a hasher for BLAKE3's keyed mode. `key` must be
@@ -288,8 +292,11 @@ pub unsafe extern "C" fn cb3_blake3_new_keyed(
     hasher_out: *mut *mut cb3_blake3,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        let made = give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out);
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
+        let made = unsafe { give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out) };
         scrub_stack(); // the Hasher (holding the key) was moved through these frames
         made
     })
@@ -308,8 +315,10 @@ pub unsafe extern "C" fn cb3_blake3_new_derive_key(
     hasher_out: *mut *mut cb3_blake3,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let context = context_str(context, context_len)?;
-        give_hasher(blake3::Hasher::new_derive_key(context), max_threads, hasher_out)
+        // SAFETY: the C caller's contract, each pointer valid for its length.
+        let context = unsafe { context_str(context, context_len) }?;
+        // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
+        unsafe { give_hasher(blake3::Hasher::new_derive_key(context), max_threads, hasher_out) }
     })
 }
 
@@ -319,12 +328,15 @@ pub unsafe extern "C" fn cb3_blake3_new_derive_key(
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *mut *mut cb3_blake3) -> cb3_result {
     ffi_boundary(|| {
-        let hasher = hasher_ref(hasher)?;
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
         if copy_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
         let state = hasher.lock()?.clone();
-        let made = object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() }, copy_out);
+        let copy = cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() };
+        // SAFETY: `copy_out` is not NULL and valid for a write (the contract).
+        let made = unsafe { object::give(copy, copy_out) };
         scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
         made
     })
@@ -341,7 +353,8 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
 /// `cb3_stream_free`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
-    ffi_boundary_or((), || object::free(hasher))
+    // SAFETY: the contract above: NULL or a live hasher no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(hasher) })
 }
 
 /// Adds `input` to the hasher. May be called any number of times; the
@@ -349,10 +362,12 @@ pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_update(hasher: *const cb3_blake3, input: *const u8, input_len: usize) -> cb3_result {
     ffi_boundary(|| {
-        let hasher = hasher_ref(hasher)?;
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
         let input = Raw::new(input, input_len)?;
         let mut state = hasher.lock()?;
-        hasher.hasher.update_locked(&mut state, input.as_slice());
+        // SAFETY: the contract: `input_len` readable bytes at `input`.
+        hasher.hasher.update_locked(&mut state, unsafe { input.as_slice() });
         drop(state);
         scrub_stack(); // compressions start from the key words of a keyed hasher
         Ok(())
@@ -380,7 +395,8 @@ pub unsafe extern "C" fn cb3_blake3_update_mmap(
     path_len: usize,
     os_error: *mut i32,
 ) -> cb3_result {
-    cb3_blake3_update_file(hasher, path, path_len, None, std::ptr::null_mut(), os_error)
+    // SAFETY: the caller's contract is cb3_blake3_update_file's (no callback).
+    unsafe { cb3_blake3_update_file(hasher, path, path_len, None, std::ptr::null_mut(), os_error) }
 }
 
 /// The interrupt callback of `cb3_blake3_update_file`: returns 0 to go on,
@@ -414,11 +430,14 @@ pub unsafe extern "C" fn cb3_blake3_update_file(
     os_error: *mut i32,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let hasher = hasher_ref(hasher)?;
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
         let path = Raw::new(path, path_len)?;
-        let path = path.as_slice();
+        // SAFETY: the contract: `path_len` readable bytes at `path`.
+        let path = unsafe { path.as_slice() };
         if path.contains(&0) {
-            store(os_error, EINVAL);
+            // SAFETY: `os_error` is NULL or valid for a write (the contract).
+            unsafe { store(os_error, EINVAL) };
             return Err(cb3_result::IoError);
         }
         let mut interrupt = Interrupt { callback: interrupt, arg: interrupt_arg, last: Instant::now() };
@@ -428,7 +447,8 @@ pub unsafe extern "C" fn cb3_blake3_update_file(
         done.map_err(|error| match error {
             FileError::Stop => cb3_result::Interrupted,
             FileError::Io(error) => {
-                store(os_error, error.raw_os_error().unwrap_or(0));
+                // SAFETY: `os_error` is NULL or valid for a write (the contract).
+                unsafe { store(os_error, error.raw_os_error().unwrap_or(0)) };
                 cb3_result::IoError
             }
         })
@@ -559,11 +579,14 @@ pub unsafe extern "C" fn cb3_blake3_finalize(
     out_len: usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let hasher = hasher_ref(hasher)?;
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
         let out = Raw::new(out, out_len)?;
         let mut reader = hasher.lock()?.finalize_xof();
         reader.set_position(seek);
-        reader.fill(out.as_mut_slice());
+        // SAFETY: the contract: `out_len` writable bytes at `out`, which
+        // nothing else reads or writes during the call.
+        reader.fill(unsafe { out.as_mut_slice() });
         // The reader holds the root node's input: for a short keyed input,
         // the key itself.
         reader.zeroize();
@@ -577,7 +600,8 @@ pub unsafe extern "C" fn cb3_blake3_finalize(
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_result {
     ffi_boundary(|| {
-        hasher_ref(hasher)?.lock()?.reset();
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        unsafe { hasher_ref(hasher) }?.lock()?.reset();
         Ok(())
     })
 }
@@ -589,7 +613,8 @@ pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_resu
 /// (see `CB3_RESULT_FORKED`); never fails.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_count(hasher: *const cb3_blake3) -> u64 {
-    ffi_boundary_or(0, || hasher_ref(hasher).and_then(|hasher| Ok(hasher.lock()?.count())).unwrap_or(0))
+    // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+    ffi_boundary_or(0, || unsafe { hasher_ref(hasher) }.and_then(|hasher| Ok(hasher.lock()?.count())).unwrap_or(0))
 }
 
 /// Fills `out` from a finished hasher; shared by the one-shot functions.
@@ -600,9 +625,12 @@ unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: 
     let out = Raw::new(out, out_len)?;
     disjoint(&out, &[input])?;
     disjoint(&out, others)?;
-    hasher.update(input.as_slice());
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out`
+    // overlaps no input (checked above).
+    let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
+    hasher.update(input);
     let mut reader = hasher.finalize_xof();
-    reader.fill(out.as_mut_slice());
+    reader.fill(out);
     // A keyed hasher holds a copy of the key: wipe it (and the output state).
     reader.zeroize();
     hasher.zeroize();
@@ -620,7 +648,9 @@ unsafe fn one_shot_direct(key: &[u32; 8], flags: u8, input: Raw, others: &[Raw],
     let out = Raw::new(out, out_len)?;
     disjoint(&out, &[input])?;
     disjoint(&out, others)?;
-    let (input, out) = (input.as_slice(), out.as_mut_slice());
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out`
+    // overlaps no input (checked above).
+    let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
     if input.len() <= crate::direct::CHUNK_LEN {
         let mut cv = [0u32; 8];
         crate::direct::hash_chunk(key, flags, input, out, &mut cv);
@@ -649,10 +679,11 @@ fn hash_tree_wiped(key: &[u32; 8], flags: u8, input: &[u8], out: &mut [u8]) {
 pub unsafe extern "C" fn cb3_blake3_hash(input: *const u8, input_len: usize, out: *mut u8, out_len: usize) -> cb3_result {
     ffi_boundary(|| {
         let input = Raw::new(input, input_len)?;
+        // SAFETY (both): the C caller's contract, each pointer valid for its length.
         if input_len <= crate::direct::MAX_INPUT {
-            return one_shot_direct(&crate::direct::IV, 0, input, &[], out, out_len);
+            return unsafe { one_shot_direct(&crate::direct::IV, 0, input, &[], out, out_len) };
         }
-        one_shot(blake3::Hasher::new(), input, &[], out, out_len)
+        unsafe { one_shot(blake3::Hasher::new(), input, &[], out, out_len) }
     })
 }
 
@@ -670,16 +701,20 @@ pub unsafe extern "C" fn cb3_blake3_keyed_hash(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key_raw = Raw::new(key, key_len)?;
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
+        // SAFETY (every pointer here): the C caller's contract, each pointer
+        // valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         let input = Raw::new(input, input_len)?;
         if input_len <= crate::direct::MAX_INPUT {
             let mut spare = [0u32; 8];
             let words = crate::direct::key_words(key, &mut spare);
-            let done = one_shot_direct(words, crate::direct::KEYED_HASH, input, &[key_raw], out, out_len);
+            // SAFETY: as above.
+            let done = unsafe { one_shot_direct(words, crate::direct::KEYED_HASH, input, &[key_raw], out, out_len) };
             crate::direct::wipe(&mut spare);
             return done;
         }
-        one_shot(blake3::Hasher::new_keyed(key), input, &[key_raw], out, out_len)
+        // SAFETY: as above.
+        unsafe { one_shot(blake3::Hasher::new_keyed(key), input, &[key_raw], out, out_len) }
     })
 }
 
@@ -698,8 +733,9 @@ pub unsafe extern "C" fn cb3_blake3_derive_key(
 ) -> cb3_result {
     ffi_boundary(|| {
         let context_raw = Raw::new(context, context_len)?;
-        let context = context_str(context, context_len)?;
+        // SAFETY (both): the C caller's contract, each pointer valid for its length.
+        let context = unsafe { context_str(context, context_len) }?;
         let material = Raw::new(key_material, key_material_len)?;
-        one_shot(blake3::Hasher::new_derive_key(context), material, &[context_raw], out, out_len)
+        unsafe { one_shot(blake3::Hasher::new_derive_key(context), material, &[context_raw], out, out_len) }
     })
 }

@@ -89,7 +89,9 @@ impl cb3_stream {
 /// The stream at `ptr`: NULL, a freed stream or one created in another
 /// process (before `fork()`) are errors.
 unsafe fn stream_ref<'a>(ptr: *const cb3_stream) -> Cb3Result<&'a cb3_stream> {
-    object::get_here(ptr)
+    // SAFETY: the caller's guarantee is get_here's (a pointer from
+    // cb3_stream_new, freed or not, or NULL).
+    unsafe { object::get_here(ptr) }
 }
 
 fn nonce_raw(nonce: &[u8; 24]) -> Raw {
@@ -130,8 +132,11 @@ pub unsafe extern "C" fn cb3_stream_new(
     stream_out: *mut *mut cb3_stream,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
-        let nonce = fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength)?;
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        // SAFETY: as for the key.
+        let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
         if stream_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
@@ -143,7 +148,8 @@ pub unsafe extern "C" fn cb3_stream_new(
             index: Mutex::new(message_index),
             index_seen: AtomicU64::new(message_index),
         };
-        object::give(stream, stream_out)
+        // SAFETY: `stream_out` is not NULL and valid for a write (the contract).
+        unsafe { object::give(stream, stream_out) }
     })
 }
 
@@ -161,7 +167,9 @@ pub unsafe extern "C" fn cb3_stream_new(
 /// a new stream).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
-    ffi_boundary_or((), || object::free(stream))
+    // SAFETY: the contract above: NULL or a pointer from cb3_stream_new that
+    // no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(stream) })
 }
 
 /// The index of the next message: the starting index plus the number of
@@ -172,7 +180,8 @@ pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
 /// gives the index at the fork.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_message_index(stream: *const cb3_stream) -> u64 {
-    ffi_boundary_or(0, || object::get(stream).map_or(0, |stream| stream.index_seen.load(Ordering::Relaxed)))
+    // SAFETY: the C caller's contract (a cb3_stream pointer, freed or not, or NULL).
+    ffi_boundary_or(0, || unsafe { object::get(stream) }.map_or(0, |stream| stream.index_seen.load(Ordering::Relaxed)))
 }
 
 /// Encrypts the next message: writes `ciphertext || tag` (exactly
@@ -211,11 +220,16 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
     out_n: *mut usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let stream = stream_ref(stream)?;
+        // SAFETY: the C caller's contract (a cb3_stream pointer or NULL).
+        let stream = unsafe { stream_ref(stream) }?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        let written = stream.next(|key, nonce| seal_combined(key, nonce_raw(nonce), data, aad, out, out_len, None))?;
-        store(out_n, written);
+        // SAFETY: the C caller's contract: each buffer valid for its length;
+        // seal_combined checks NULLs, sizes and overlaps.
+        let written =
+            stream.next(|key, nonce| unsafe { seal_combined(key, nonce_raw(nonce), data, aad, out, out_len, None) })?;
+        // SAFETY: `out_n` is NULL or valid for a write (the contract).
+        unsafe { store(out_n, written) };
         Ok(())
     })
 }
@@ -258,7 +272,8 @@ pub unsafe extern "C" fn cb3_stream_decrypt(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
-    stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared)
+    // SAFETY: the caller's contract is stream_decrypt's.
+    unsafe { stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared) }
 }
 
 /// `cb3_stream_decrypt` for an `out` that nothing else reads or writes
@@ -275,7 +290,8 @@ pub unsafe extern "C" fn cb3_stream_decrypt_private(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
-    stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private)
+    // SAFETY: the caller's contract is stream_decrypt's.
+    unsafe { stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -291,12 +307,17 @@ unsafe fn stream_decrypt(
     output: Output,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let stream = stream_ref(stream)?;
+        // SAFETY: the C caller's contract (a cb3_stream pointer or NULL).
+        let stream = unsafe { stream_ref(stream) }?;
         let input = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        let written =
-            stream.next(|key, nonce| open_combined(key, nonce_raw(nonce), input, aad, out, out_len, output, None))?;
-        store(out_n, written);
+        // SAFETY: the C caller's contract: each buffer valid for its length;
+        // open_combined checks NULLs, sizes and overlaps.
+        let written = stream.next(|key, nonce| unsafe {
+            open_combined(key, nonce_raw(nonce), input, aad, out, out_len, output, None)
+        })?;
+        // SAFETY: `out_n` is NULL or valid for a write (the contract).
+        unsafe { store(out_n, written) };
         Ok(())
     })
 }
