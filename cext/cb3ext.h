@@ -10,7 +10,7 @@
  *   chunked.c  Chunked (private): chunk batches of the encrypted file format (cb3/chunked.py)
  *   bench.c    timing the chacha20-blake3 crate itself, for `python -m cb3 bench`
  *   hash.c     blake3, hash, keyed_hash, derive_key
- *   chacha.c   ChaCha20, hchacha20
+ *   chacha20.c ChaCha20, hchacha20
  */
 #ifndef CB3EXT_H
 #define CB3EXT_H
@@ -352,6 +352,6 @@ extern HPyType_Spec cb3_Chunked_spec; /* chunked.c: cb3's encrypted file format 
 extern HPyDef cb3_hash_def;        /* hash.c */
 extern HPyDef cb3_keyed_hash_def;  /* hash.c */
 extern HPyDef cb3_derive_key_def;  /* hash.c */
-extern HPyDef cb3_hchacha20_def;   /* chacha.c */
+extern HPyDef cb3_hchacha20_def;   /* chacha20.c */
 
 #endif /* CB3EXT_H */

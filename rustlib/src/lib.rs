@@ -13,23 +13,19 @@
 
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod aead;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod bench;
 pub mod buffers;
-pub mod chacha;
+pub mod chacha20;
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod chunked;
 pub mod direct;
 pub mod errors;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod hash;
 pub mod info;
 pub mod object;
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod parallel;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod stream;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod wipe;
 
 pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};

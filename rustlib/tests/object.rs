@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use cb3::aead::*;
-use cb3::chacha::*;
+use cb3::chacha20::*;
 use cb3::cb3_result;
 use cb3::hash::*;
 use cb3::object::cb3_set_wait_hooks;

@@ -73,7 +73,7 @@ fn stream_key_and_nonce_are_wiped_when_freed() {
 
 #[test]
 fn chacha_key_is_wiped_when_freed() {
-    use cb3::chacha::{cb3_chacha, cb3_chacha_apply, cb3_chacha_new};
+    use cb3::chacha20::{cb3_chacha, cb3_chacha_apply, cb3_chacha_new};
     for (nonce_len, rounds) in [(8usize, 20u32), (12, 12), (24, 8)] {
         let key = secret(32, 0x6B ^ nonce_len as u8);
         let nonce = secret(nonce_len, 0x11);
