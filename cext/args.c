@@ -191,9 +191,7 @@ static HPy int_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
             return index;
         HPyErr_Clear(ctx);
     }
-    PyObject *py = HPy_AsPyObject(ctx, obj);
-    cb3_raisef(ctx, ctx->h_TypeError, "%s must be an int, not '%s'", param->name, py ? Py_TYPE(py)->tp_name : "?");
-    Py_XDECREF(py);
+    cb3_raisef(ctx, ctx->h_TypeError, "%s must be an int, not '%s'", param->name, cb3_type_name(ctx, obj));
     return HPy_NULL;
 }
 
@@ -255,6 +253,18 @@ int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t
 HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
 {
     return int_index(ctx, obj, param);
+}
+
+/* Not HPyType_GetName: its context slot lies past h_Builtins, where PyPy's
+ * HPy context differs from hpy 0.9.0's (docs/pypy.md, hpy-0.9 notes). */
+const char *cb3_type_name(HPyContext *ctx, HPy obj)
+{
+    PyObject *py = HPy_AsPyObject(ctx, obj);
+    if (py == NULL)
+        return "?";
+    const char *name = Py_TYPE(py)->tp_name; /* the type outlives this call: obj holds it */
+    Py_DECREF(py);
+    return name;
 }
 
 HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner)

@@ -230,6 +230,9 @@ int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t
  * (ChaCha positions), or HPy_NULL with TypeError set. */
 HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param);
 
+/* The name of obj's type ("float"), for messages (args.c). */
+const char *cb3_type_name(HPyContext *ctx, HPy obj);
+
 /* ---- types ---- */
 
 /* A new instance of `type`, whose struct starts with the pointer to its Rust

@@ -121,13 +121,9 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
 /* CPython 3.11's messages, for objects without a __dict__. */
 int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property)
 {
-    if (!HPyUnicode_Check(ctx, name)) {
-        PyObject *py = HPy_AsPyObject(ctx, name);
-        cb3_raisef(ctx, ctx->h_TypeError, "attribute name must be string, not '%s'",
-                   py ? Py_TYPE(py)->tp_name : "?");
-        Py_XDECREF(py);
-        return -1;
-    }
+    if (!HPyUnicode_Check(ctx, name))
+        return cb3_raisef(ctx, ctx->h_TypeError, "attribute name must be string, not '%s'",
+                          cb3_type_name(ctx, name));
     HPy_ssize_t size;
     const char *text = HPyUnicode_AsUTF8AndSize(ctx, name, &size);
     if (text == NULL)

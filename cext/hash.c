@@ -15,21 +15,11 @@ HPyType_HELPERS(Blake3Object)
 /* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
 static const cb3_given_lengths hasher_given = {.object = "cb3.blake3"};
 
-static const char *type_name(HPyContext *ctx, HPy obj)
-{
-    PyObject *py = HPy_AsPyObject(ctx, obj);
-    if (py == NULL)
-        return "?";
-    const char *name = Py_TYPE(py)->tp_name; /* the type outlives this call: obj holds it */
-    Py_DECREF(py);
-    return name;
-}
-
 /* The UTF-8 bytes of a str argument (a context string). */
 static const char *utf8_arg(HPyContext *ctx, HPy obj, const char *name, size_t *len)
 {
     if (!HPyUnicode_Check(ctx, obj)) {
-        cb3_raisef(ctx, ctx->h_TypeError, "%s must be a str, not '%s'", name, type_name(ctx, obj));
+        cb3_raisef(ctx, ctx->h_TypeError, "%s must be a str, not '%s'", name, cb3_type_name(ctx, obj));
         return NULL;
     }
 #if defined(PYPY_VERSION)
@@ -106,7 +96,7 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     if (cb3_arg_threads(ctx, arg[3], &threads, &max_threads) < 0)
         goto done;
     if (!HPy_IsNull(arg[4]) && !HPy_TypeCheck(ctx, arg[4], ctx->h_BoolType)) {
-        cb3_raisef(ctx, ctx->h_TypeError, "usedforsecurity must be a bool, not '%s'", type_name(ctx, arg[4]));
+        cb3_raisef(ctx, ctx->h_TypeError, "usedforsecurity must be a bool, not '%s'", cb3_type_name(ctx, arg[4]));
         goto done;
     }
     /* usedforsecurity is accepted and ignored, as in blake3-py and hashlib. */
@@ -236,7 +226,7 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
     if (fspath == NULL) {
         PyErr_Clear();
         cb3_raisef(ctx, ctx->h_TypeError, "path must be a str or os.PathLike[str], not '%s'",
-                   type_name(ctx, arg[0]));
+                   cb3_type_name(ctx, arg[0]));
         return HPy_NULL;
     }
     if (!PyUnicode_Check(fspath)) { /* bytes paths: rejected, as in blake3-py */
