@@ -28,11 +28,8 @@ static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         goto done;
     cb3_aead *aead = NULL;
     cb3_result r = cb3_aead_new_with_threads(key->ptr, key->len, max_threads, &aead);
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, 0, 0};
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, &(const cb3_given_lengths){key->len, 0, 0}) < 0)
         goto done;
-    }
     result = cb3_new_instance(ctx, type, aead);
     if (HPy_IsNull(result))
         cb3_aead_free(aead);
@@ -167,11 +164,8 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     size_t written = 0;
     cb3_result r;
     CB3_RUN(ctx, &set, n + a.aad->len, r, call(aead, m, &a, &out, &tag, &written));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {0, a.nonce->len, a.tag ? a.tag->len : 0};
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, &(const cb3_given_lengths){0, a.nonce->len, a.tag ? a.tag->len : 0}) < 0)
         goto done;
-    }
     switch (m) {
     case ENCRYPT_DETACHED: {
         HPy items[2] = {cb3_output_finish(ctx, &out), cb3_output_finish(ctx, &tag)};

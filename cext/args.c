@@ -179,10 +179,9 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n)
     }
 }
 
-/* The one integer converter. An int, or any object with __index__ (numpy
- * integers); `bool` only where the parameter's policy accepts it. Returns
- * the index (a new handle), or HPy_NULL with TypeError naming the argument. */
-static HPy int_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
+/* The one integer converter (cb3ext.h): an int, or any object with
+ * __index__; `bool` only where the parameter's policy accepts it. */
+HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
 {
     HPy index = HPy_NULL;
     if ((param->flags & CB3_INT_BOOL_OK) || !HPy_TypeCheck(ctx, obj, ctx->h_BoolType)) {
@@ -210,7 +209,7 @@ static int out_of_range(HPyContext *ctx, HPy index, const cb3_int_param *param, 
 
 int cb3_arg_int(HPyContext *ctx, HPy obj, const cb3_int_param *param, uint64_t *out)
 {
-    HPy index = int_index(ctx, obj, param);
+    HPy index = cb3_arg_index(ctx, obj, param);
     if (HPy_IsNull(index))
         return -1;
     uint64_t value = HPyLong_AsUInt64_t(ctx, index);
@@ -230,7 +229,7 @@ int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t
     *out = 1;
     if (HPy_IsNull(obj))
         return 0;
-    HPy index = int_index(ctx, obj, param);
+    HPy index = cb3_arg_index(ctx, obj, param);
     if (HPy_IsNull(index))
         return -1;
     int64_t value = HPyLong_AsInt64_t(ctx, index);
@@ -248,11 +247,6 @@ int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t
     }
     HPy_Close(ctx, index);
     return status;
-}
-
-HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
-{
-    return int_index(ctx, obj, param);
 }
 
 /* Not HPyType_GetName: its context slot lies past h_Builtins, where PyPy's

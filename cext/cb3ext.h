@@ -60,7 +60,8 @@ typedef struct {
 } cb3_given_lengths;
 
 /* Sets the Python exception for a failed cb3 call: the only place where a
- * cb3_result becomes an exception. `given` may be NULL. Always returns -1. */
+ * cb3_result becomes an exception. `given` may be NULL. Returns -1, or 0
+ * (and sets nothing) for CB3_RESULT_OK: `if (cb3_raise(ctx, r, ...) < 0)`. */
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given);
 
 /* Sets `type(message)`, formatting like printf. Always returns -1. */

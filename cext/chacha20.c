@@ -10,10 +10,11 @@ typedef struct {
 HPyType_HELPERS(ChaChaObject)
 
 /* What cb3_raise needs to explain a failure of this object. */
-static cb3_given_lengths given_for(int wide)
+static const cb3_given_lengths *given_for(int wide)
 {
-    cb3_given_lengths given = {.object = "cb3.chacha20.ChaCha20", .wide = wide};
-    return given;
+    static const cb3_given_lengths given[2] = {{.object = "cb3.chacha20.ChaCha20"},
+                                               {.object = "cb3.chacha20.ChaCha20", .wide = 1}};
+    return &given[wide != 0];
 }
 
 HPyDef_SLOT(ChaCha_new, HPy_tp_new)
@@ -40,18 +41,16 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     /* rounds above UINT32_MAX become 0, which Rust refuses as it does 7 */
     cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter,
                                   rounds > UINT32_MAX ? 0 : (uint32_t)rounds, &chacha);
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {
-            .key = key->len,
-            .nonce = nonce->len,
-            .nonce_sizes = "8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha)",
-            .counter = counter,
-            .rounds = rounds,
-            .wide = wide,
-        };
-        cb3_raise(ctx, r, &given);
+    const cb3_given_lengths given = {
+        .key = key->len,
+        .nonce = nonce->len,
+        .nonce_sizes = "8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha)",
+        .counter = counter,
+        .rounds = rounds,
+        .wide = wide,
+    };
+    if (cb3_raise(ctx, r, &given) < 0)
         goto done;
-    }
     result = cb3_new_instance(ctx, type, chacha);
     if (HPy_IsNull(result))
         cb3_chacha_free(chacha);
@@ -101,11 +100,8 @@ static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy k
     uint8_t *target = m == UPDATE ? fresh.ptr : (uint8_t *)out->ptr;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, target, data->len));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, given_for(ChaChaObject_AsStruct(ctx, self)->wide)) < 0)
         goto done;
-    }
     result = m == UPDATE        ? cb3_output_finish(ctx, &fresh)
              : m == UPDATE_INTO ? HPyLong_FromSize_t(ctx, data->len)
                                 : HPy_Dup(ctx, ctx->h_None);
@@ -232,11 +228,8 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
         return HPy_NULL;
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_chacha_seek(obj->chacha, block, offset));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = given_for(obj->wide);
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, given_for(obj->wide)) < 0)
         return HPy_NULL;
-    }
     return HPy_Dup(ctx, ctx->h_None);
 }
 
@@ -253,11 +246,8 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
         return HPy_NULL;
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_chacha_position(chacha, &block, &offset));
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = given_for(ChaChaObject_AsStruct(ctx, self)->wide);
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, given_for(ChaChaObject_AsStruct(ctx, self)->wide)) < 0)
         return HPy_NULL;
-    }
     if (block < ((uint64_t)1 << 57))
         return HPyLong_FromUInt64_t(ctx, block * 64 + offset);
     HPy b = HPyLong_FromUInt64_t(ctx, block), size = HPyLong_FromLong(ctx, 64), off = HPyLong_FromLong(ctx, offset);
@@ -316,11 +306,9 @@ static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, si
     if (cb3_output_new(ctx, 32, &out) < 0)
         goto done;
     cb3_result r = cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out.ptr, out.len);
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
-        cb3_raise(ctx, r, &given);
+    const cb3_given_lengths given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
+    if (cb3_raise(ctx, r, &given) < 0)
         goto done;
-    }
     result = cb3_output_finish(ctx, &out);
 done:
     cb3_output_discard(&out);

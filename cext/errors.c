@@ -52,6 +52,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
     if (given == NULL)
         given = &nothing;
     switch (result) {
+    case CB3_RESULT_OK:
+        return 0;
     case CB3_RESULT_INVALID_KEY_LENGTH:
         return cb3_raisef(ctx, ctx->h_ValueError, "key must be %d bytes, got %zu", CB3_KEY_SIZE, given->key);
     case CB3_RESULT_INVALID_NONCE_LENGTH:

@@ -112,11 +112,8 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         if (key == NULL)
             goto done;
         r = cb3_blake3_new_keyed(key->ptr, key->len, max_threads, &hasher);
-        if (r != CB3_RESULT_OK) {
-            cb3_given_lengths given = {key->len, 0, 0};
-            cb3_raise(ctx, r, &given);
+        if (cb3_raise(ctx, r, &(const cb3_given_lengths){key->len, 0, 0}) < 0)
             goto done;
-        }
     } else if (!HPy_IsNull(context_obj)) {
         size_t len;
         const char *context = utf8_arg(ctx, context_obj, "derive_key_context", &len);
@@ -126,15 +123,11 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     } else {
         r = cb3_blake3_new(max_threads, &hasher);
     }
-    if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &hasher_given);
+    if (cb3_raise(ctx, r, &hasher_given) < 0)
         goto done;
-    }
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
-    if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &hasher_given);
+    if (cb3_raise(ctx, r, &hasher_given) < 0)
         goto done;
-    }
     result = cb3_new_instance(ctx, type, hasher);
     if (!HPy_IsNull(result))
         hasher = NULL;
@@ -172,10 +165,8 @@ static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
     cb3_result r;
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     cb3_release_all(ctx, &set);
-    if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &hasher_given);
+    if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
-    }
     return HPy_Dup(ctx, self);
 }
 
@@ -324,11 +315,7 @@ static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, siz
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     cb3_result r;
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
-    HPy result = HPy_NULL;
-    if (r != CB3_RESULT_OK)
-        cb3_raise(ctx, r, &hasher_given);
-    else
-        result = hex_string(ctx, bytes, length);
+    HPy result = cb3_raise(ctx, r, &hasher_given) < 0 ? HPy_NULL : hex_string(ctx, bytes, length);
     if (bytes != small)
         PyMem_Free(bytes);
     return result;
@@ -347,10 +334,8 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
     cb3_blake3 *copy = NULL;
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy));
-    if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &hasher_given);
+    if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
-    }
     HPy type = HPy_Type(ctx, self);
     HPy result = cb3_new_instance(ctx, type, copy);
     HPy_Close(ctx, type);
@@ -369,10 +354,8 @@ static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
         return HPy_NULL;
     cb3_result r;
     CB3_LOCKING(ctx, NULL, r, cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher));
-    if (r != CB3_RESULT_OK) {
-        cb3_raise(ctx, r, &hasher_given);
+    if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
-    }
     return HPy_Dup(ctx, ctx->h_None);
 }
 
@@ -444,11 +427,8 @@ static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames,
                                       out.len));
         break;
     }
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key ? key->len : 0, 0, 0};
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, &(const cb3_given_lengths){key ? key->len : 0, 0, 0}) < 0)
         goto done;
-    }
     result = cb3_output_finish(ctx, &out);
 done:
     cb3_output_discard(&out);

@@ -17,23 +17,13 @@ static HPy simd_backend_impl(HPyContext *ctx, HPy self)
     return HPyUnicode_FromString(ctx, cb3_simd_backend());
 }
 
-static int add_int(HPyContext *ctx, HPy module, const char *name, long value)
+/* module.name = value, a new handle (HPy_NULL: its error is set). */
+static int add(HPyContext *ctx, HPy module, const char *name, HPy value)
 {
-    HPy h = HPyLong_FromLong(ctx, value);
-    if (HPy_IsNull(h))
+    if (HPy_IsNull(value))
         return -1;
-    int status = HPy_SetAttr_s(ctx, module, name, h);
-    HPy_Close(ctx, h);
-    return status;
-}
-
-static int add_string(HPyContext *ctx, HPy module, const char *name, const char *value)
-{
-    HPy h = HPyUnicode_FromString(ctx, value);
-    if (HPy_IsNull(h))
-        return -1;
-    int status = HPy_SetAttr_s(ctx, module, name, h);
-    HPy_Close(ctx, h);
+    int status = HPy_SetAttr_s(ctx, module, name, value);
+    HPy_Close(ctx, value);
     return status;
 }
 
@@ -153,13 +143,15 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 #else
     const char *abi = "hybrid";
 #endif
-    if (add_int(ctx, module, "KEY_SIZE", CB3_KEY_SIZE) < 0 || add_int(ctx, module, "NONCE_SIZE", CB3_NONCE_SIZE) < 0 ||
-        add_int(ctx, module, "TAG_SIZE", CB3_TAG_SIZE) < 0 ||
-        add_int(ctx, module, "GIL_THRESHOLD", CB3_GIL_THRESHOLD) < 0 || add_int(ctx, module, "AUTO", CB3_AUTO) < 0 ||
-        add_int(ctx, module, "BLAKE3_PARALLEL_MIN", CB3_BLAKE3_PARALLEL_MIN) < 0 ||
-        add_string(ctx, module, "HPY_ABI", abi) < 0 ||
-        add_string(ctx, module, "BUILD_INTERPRETER", CB3_BUILD_CACHE_TAG) < 0 ||
-        add_string(ctx, module, "BUILD_HPY_VERSION", CB3_BUILD_HPY_VERSION) < 0)
+    if (add(ctx, module, "KEY_SIZE", HPyLong_FromLong(ctx, CB3_KEY_SIZE)) < 0 ||
+        add(ctx, module, "NONCE_SIZE", HPyLong_FromLong(ctx, CB3_NONCE_SIZE)) < 0 ||
+        add(ctx, module, "TAG_SIZE", HPyLong_FromLong(ctx, CB3_TAG_SIZE)) < 0 ||
+        add(ctx, module, "GIL_THRESHOLD", HPyLong_FromLong(ctx, CB3_GIL_THRESHOLD)) < 0 ||
+        add(ctx, module, "AUTO", HPyLong_FromLong(ctx, CB3_AUTO)) < 0 ||
+        add(ctx, module, "BLAKE3_PARALLEL_MIN", HPyLong_FromLong(ctx, CB3_BLAKE3_PARALLEL_MIN)) < 0 ||
+        add(ctx, module, "HPY_ABI", HPyUnicode_FromString(ctx, abi)) < 0 ||
+        add(ctx, module, "BUILD_INTERPRETER", HPyUnicode_FromString(ctx, CB3_BUILD_CACHE_TAG)) < 0 ||
+        add(ctx, module, "BUILD_HPY_VERSION", HPyUnicode_FromString(ctx, CB3_BUILD_HPY_VERSION)) < 0)
         return -1;
     return 0;
 }

@@ -20,17 +20,16 @@ static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
     if (nonce == NULL)
         goto done;
-    static const cb3_int_param index_param = {"message_index", 0, "in range(0, 2**64 - 1)"};
+#define INDEX_RANGE "in range(0, 2**64 - 1)" /* Rust refuses UINT64_MAX, C what is not a uint64_t */
+    static const cb3_int_param index_param = {"message_index", 0, INDEX_RANGE};
     uint64_t index = 0;
     if (!HPy_IsNull(arg[2]) && cb3_arg_int(ctx, arg[2], &index_param, &index) < 0)
         goto done;
     cb3_stream *stream = NULL;
     cb3_result r = cb3_stream_new(key->ptr, key->len, nonce->ptr, nonce->len, index, &stream);
-    if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {key->len, nonce->len, 0, .invalid = "message_index must be in range(0, 2**64 - 1)"};
-        cb3_raise(ctx, r, &given);
+    const cb3_given_lengths given = {key->len, nonce->len, .invalid = "message_index must be " INDEX_RANGE};
+    if (cb3_raise(ctx, r, &given) < 0)
         goto done;
-    }
     result = cb3_new_instance(ctx, type, stream);
     if (HPy_IsNull(result))
         cb3_stream_free(stream);
@@ -74,11 +73,8 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
         goto done;
     cb3_result r;
     CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
-    if (r != CB3_RESULT_OK) {
-        static const cb3_given_lengths given = {.object = "cb3.Stream"};
-        cb3_raise(ctx, r, &given);
+    if (cb3_raise(ctx, r, &(const cb3_given_lengths){.object = "cb3.Stream"}) < 0)
         goto done;
-    }
     result = cb3_output_finish(ctx, &out);
 done:
     cb3_output_discard(&out);

@@ -78,8 +78,7 @@ pub unsafe extern "C" fn cb3_bench_reference(
                 }
             }
         }
-        // SAFETY: checked not NULL above; the C caller's contract makes it
-        // valid for a write.
+        // SAFETY: checked not NULL above; the C caller's contract makes it valid for a write.
         unsafe { store(elapsed_ns_out, start.elapsed().as_nanos() as u64) };
         Ok(())
     })

@@ -584,8 +584,7 @@ pub unsafe extern "C" fn cb3_blake3_finalize(
         let out = Raw::new(out, out_len)?;
         let mut reader = hasher.lock()?.finalize_xof();
         reader.set_position(seek);
-        // SAFETY: the contract: `out_len` writable bytes at `out`, which
-        // nothing else reads or writes during the call.
+        // SAFETY: the contract: `out_len` writable bytes at `out`, which nothing else reads or writes during the call.
         reader.fill(unsafe { out.as_mut_slice() });
         // The reader holds the root node's input: for a short keyed input,
         // the key itself.
@@ -625,8 +624,7 @@ unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: 
     let out = Raw::new(out, out_len)?;
     disjoint(&out, &[input])?;
     disjoint(&out, others)?;
-    // SAFETY: the caller's guarantee: each buffer valid for its length; `out`
-    // overlaps no input (checked above).
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out` overlaps no input (checked above).
     let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
     hasher.update(input);
     let mut reader = hasher.finalize_xof();
@@ -648,8 +646,7 @@ unsafe fn one_shot_direct(key: &[u32; 8], flags: u8, input: Raw, others: &[Raw],
     let out = Raw::new(out, out_len)?;
     disjoint(&out, &[input])?;
     disjoint(&out, others)?;
-    // SAFETY: the caller's guarantee: each buffer valid for its length; `out`
-    // overlaps no input (checked above).
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out` overlaps no input (checked above).
     let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
     if input.len() <= crate::direct::CHUNK_LEN {
         let mut cv = [0u32; 8];
@@ -701,8 +698,7 @@ pub unsafe extern "C" fn cb3_blake3_keyed_hash(
 ) -> cb3_result {
     ffi_boundary(|| {
         let key_raw = Raw::new(key, key_len)?;
-        // SAFETY (every pointer here): the C caller's contract, each pointer
-        // valid for its length for the call.
+        // SAFETY (every pointer here): the C caller's contract, each pointer valid for its length for the call.
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         let input = Raw::new(input, input_len)?;
         if input_len <= crate::direct::MAX_INPUT {

@@ -89,8 +89,7 @@ impl cb3_stream {
 /// The stream at `ptr`: NULL, a freed stream or one created in another
 /// process (before `fork()`) are errors.
 unsafe fn stream_ref<'a>(ptr: *const cb3_stream) -> Cb3Result<&'a cb3_stream> {
-    // SAFETY: the caller's guarantee is get_here's (a pointer from
-    // cb3_stream_new, freed or not, or NULL).
+    // SAFETY: the caller's guarantee is get_here's (a pointer from cb3_stream_new, freed or not, or NULL).
     unsafe { object::get_here(ptr) }
 }
 
@@ -167,8 +166,7 @@ pub unsafe extern "C" fn cb3_stream_new(
 /// a new stream).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
-    // SAFETY: the contract above: NULL or a pointer from cb3_stream_new that
-    // no other thread uses.
+    // SAFETY: the contract above: NULL or a pointer from cb3_stream_new that no other thread uses.
     ffi_boundary_or((), || unsafe { object::free(stream) })
 }
 
