@@ -334,9 +334,10 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
             return Err(cb3_result::NullParameter);
         }
         let state = hasher.lock()?.clone();
-        let copy = cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() };
-        // SAFETY: `copy_out` is not NULL and valid for a write (the contract).
-        let made = unsafe { object::give(copy, copy_out) };
+        // SAFETY: `copy_out` is not NULL and valid for a write (the contract). The copy is built in the
+        // call's argument, not in a local of this frame, which scrub_stack would not reach.
+        let made =
+            unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() }, copy_out) };
         scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
         made
     })
