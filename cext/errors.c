@@ -104,6 +104,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         if (!HPyErr_Occurred(ctx))
             HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
         return -1;
+    case CB3_RESULT_INVALID_HEADER:
+        return cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
     case CB3_RESULT_INSUFFICIENT_SIZE:
     case CB3_RESULT_INVALID_ARGUMENT:
     case CB3_RESULT_INVALID_UTF8:

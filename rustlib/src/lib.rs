@@ -17,7 +17,6 @@ pub mod aead;
 pub mod bench;
 pub mod buffers;
 pub mod chacha;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod chunked;
 pub mod direct;
 pub mod errors;
