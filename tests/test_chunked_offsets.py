@@ -285,3 +285,16 @@ def test_streaming_paths_remain_for_everything_else(tmp_path: Path, used: list[i
         result = lambda: enc.read_bytes()[3:]  # noqa: E731
     assert result() == expected
     assert used == []
+
+
+def test_extension_refuses_a_bad_header_with_the_same_value_error() -> None:
+    """cb3_chunked_new's CB3_RESULT_INVALID_HEADER (cext/errors.c) is the
+    ValueError it always was; the Python API raises StreamHeaderError first."""
+    good = chunked.encode_header(1024, PREFIX)
+    cb3._cb3.Chunked(KEY, good, None, 1)
+    for bad in (b"X" + good[1:], good[:7] + b"\x02" + good[8:], good[:8] + b"\x00\x00\x00\x3f" + good[12:], good[:26]):
+        with pytest.raises(ValueError, match=r"^not a cb3 stream header \(magic, version or chunk size\)$") as info:
+            cb3._cb3.Chunked(KEY, bad, None, 1)
+        assert type(info.value) is ValueError
+        with pytest.raises(cb3.StreamHeaderError):
+            cb3.DecryptingReader(io.BytesIO(bad), KEY)
