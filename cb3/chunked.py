@@ -987,7 +987,7 @@ def _regular_fd(file: Source, writing: bool) -> int | None:
     try:
         if not file.seekable():
             return None
-        fd = file.fileno()
+        fd: int = file.fileno()
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         if writing:
@@ -1102,10 +1102,28 @@ class _OffsetPipeline:
             raise self._error
         return self._done
 
+    def run_checked(self, progress: Callable[[int], None] | None, source: tuple[int, int, int],
+                    sink: tuple[Source, int], cut_at: Callable[[int, int], int]) -> int:
+        """run(), then checks that the source (fd, start, size) still has its
+        size. On any failure the sink (file, fd) is cut at cut_at(failing
+        batch, its output bytes written), (0, 0) if no batch failed."""
+        src_fd, start, size = source
+        try:
+            total = self.run(progress)
+            now = os.fstat(src_fd).st_size - start
+            if now != size:
+                raise _changed(size, now)
+        except BaseException:
+            cut = cut_at(*(self.failed or (0, 0)))
+            os.ftruncate(sink[1], cut)
+            sink[0].seek(cut)
+            raise
+        return total
 
-def _changed(what: str, before: int, now: int) -> SourceChangedError:
+
+def _changed(before: int, now: int) -> SourceChangedError:
     return SourceChangedError(
-        f"{what} changed size while it was read ({before} bytes at the start, {now} now): "
+        f"the source changed size while it was read ({before} bytes at the start, {now} now): "
         "the output is incomplete and was not finished"
     )
 
@@ -1145,23 +1163,15 @@ def _encrypt_at_offsets(writer: EncryptingWriter, source: Source, sink: Source, 
         length = final if last else capacity
         got = _pread_full(src_fd, plain[: length + last], in_start + batch * capacity)
         if got != length:  # shorter: the file shrank; one byte more: it grew
-            raise _changed("the source", size, os.fstat(src_fd).st_size - in_start)
+            raise _changed(size, os.fstat(src_fd).st_size - in_start)
         n = chunked.seal_into(first + batch * per_batch, last, plain[:length], out)
         _pwrite_all(dst_fd, out[:n], out_start + batch * sealed)
         return length
 
+    # On failure what precedes the failing batch is a stream without its final chunk.
     pipeline = _OffsetPipeline(workers, count, capacity + 1, sealed, job)
-    try:
-        total = pipeline.run(progress)
-        now = os.fstat(src_fd).st_size - in_start
-        if now != size:
-            raise _changed("the source", size, now)
-    except BaseException:
-        # What precedes the failing batch is a stream without its final chunk.
-        cut = out_start + (pipeline.failed[0] if pipeline.failed else 0) * sealed
-        os.ftruncate(dst_fd, cut)
-        sink.seek(cut)
-        raise
+    total = pipeline.run_checked(progress, (src_fd, in_start, size), (sink, dst_fd),
+                                 lambda batch, _: out_start + batch * sealed)
     end = out_start + (count - 1) * sealed + final + max(1, -(-final // size_c)) * TAG_SIZE
     sink.seek(end)
     source.seek(in_start + size)
@@ -1194,7 +1204,7 @@ def _decrypt_at_offsets(reader: DecryptingReader, source: Source, sink: Source, 
         length = final if last else opened_size
         got = _pread_full(src_fd, data[:length], in_start + batch * opened_size)
         if got != length:
-            raise _changed("the source", body, os.fstat(src_fd).st_size - in_start)
+            raise _changed(body, os.fstat(src_fd).st_size - in_start)
         index = batch * per_batch
         try:
             n = reader._open(index, last, data[:length], plain)
@@ -1206,17 +1216,8 @@ def _decrypt_at_offsets(reader: DecryptingReader, source: Source, sink: Source, 
         return n
 
     pipeline = _OffsetPipeline(workers, count, opened_size, capacity, job)
-    try:
-        total = pipeline.run(progress)
-        now = os.fstat(src_fd).st_size - in_start
-        if now != body:
-            raise _changed("the source", body, now)
-    except BaseException:
-        batch, done = pipeline.failed or (0, 0)
-        cut = out_start + batch * capacity + done
-        os.ftruncate(dst_fd, cut)
-        sink.seek(cut)
-        raise
+    total = pipeline.run_checked(progress, (src_fd, in_start, body), (sink, dst_fd),
+                                 lambda batch, done: out_start + batch * capacity + done)
     sink.seek(out_start + total)
     source.seek(in_start + body)
     return total
