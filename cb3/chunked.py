@@ -817,7 +817,12 @@ def encrypt_file(
     plaintext bytes encrypted. Each is a path or a binary file object (read
     from / written at its current position; not closed). A ``dst`` path is
     written to a temporary file in its directory and renamed over it only
-    when complete. ``progress(done)`` is called after each batch."""
+    when complete. ``progress(done)`` is called after each batch.
+
+    With ``max_threads`` > 1 between two regular files, each thread reads,
+    seals and writes its own batches at their offsets (docs/stream-format.md);
+    the source must then keep its size during the call, else
+    ``cb3.chunked.SourceChangedError`` (an OSError) and no complete stream."""
     with _opened(src, "rb") as source, _opened(dst, "wb") as sink:
         fds = _offset_fds(source, sink, max_threads)
         writer = EncryptingWriter(
