@@ -1059,6 +1059,7 @@ class _OffsetPipeline:
         self._done = 0
         self.failed: tuple[int, int] | None = None
         self._error: BaseException | None = None
+        self._stop = False
 
     def _fail(self, batch: int, done: int, error: BaseException) -> None:
         with self._lock:
@@ -1070,7 +1071,7 @@ class _OffsetPipeline:
         while True:
             with self._lock:
                 batch = self._next
-                if batch >= self._count or self.failed is not None:
+                if batch >= self._count or self.failed is not None or self._stop:
                     return
                 self._next += 1
             try:
@@ -1092,17 +1093,27 @@ class _OffsetPipeline:
             threading.Thread(target=self._work, args=(buffers, None), name="cb3-file", daemon=True)
             for buffers in self._buffers[1:]
         ]
+        interrupted: BaseException | None = None
         try:
             for thread in threads:
                 thread.start()
             self._work(self._buffers[0], progress)
         finally:
+            # Every worker is joined before the files can be closed, even
+            # through a KeyboardInterrupt: a late pwrite to a closed (and
+            # perhaps reused) descriptor must never happen.
+            self._stop = True
             for thread in threads:
-                if thread.ident is not None:
-                    thread.join()
+                while thread.is_alive():
+                    try:
+                        thread.join()
+                    except BaseException as error:
+                        interrupted = interrupted or error
             for source, target in self._buffers:  # plaintext on one side or the other
                 source[:] = bytes(len(source))
                 target[:] = bytes(len(target))
+        if interrupted is not None:
+            raise interrupted
         if self._error is not None:
             raise self._error
         return self._done

@@ -11,6 +11,7 @@ import errno
 import io
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -298,3 +299,30 @@ def test_extension_refuses_a_bad_header_with_the_same_value_error() -> None:
         assert type(info.value) is ValueError
         with pytest.raises(cb3.StreamHeaderError):
             cb3.DecryptingReader(io.BytesIO(bad), KEY)
+
+
+@pytest.mark.parametrize("helper", ["encrypt", "decrypt"])
+def test_interrupt_on_the_calling_thread_stops_every_worker(tmp_path: Path, used: list[int], helper: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C on the calling thread (here raised in its first write; the
+    other workers write slowly, so it surely gets a batch) ends the call
+    only after every worker stopped, and leaves no output."""
+    pt = os.urandom(12 * BATCH)
+    src, enc, dec = files(tmp_path, pt)
+    if helper == "decrypt":
+        src.write_bytes(reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX))
+    real = chunked._pwrite_all
+
+    def write(fd: int, view: memoryview, offset: int) -> None:
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt
+        time.sleep(0.01)
+        real(fd, view, offset)
+
+    monkeypatch.setattr(chunked, "_pwrite_all", write)
+    run = cb3.encrypt_file if helper == "encrypt" else cb3.decrypt_file
+    with pytest.raises(KeyboardInterrupt):
+        run(KEY, src, dec, max_threads=3)
+    assert not [t for t in threading.enumerate() if t.name == "cb3-file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+    assert used
