@@ -26,6 +26,7 @@ import gc
 import io
 import os
 import queue
+import stat
 import struct
 import sys
 import tempfile
@@ -398,7 +399,13 @@ class DecryptingReader(_PlaintextFile):
     _reading = True
 
     def __init__(
-        self, file: ReadableFile, key: Buffer, *, associated_data: Buffer | None = None, max_threads: int = 1
+        self,
+        file: ReadableFile,
+        key: Buffer,
+        *,
+        associated_data: Buffer | None = None,
+        max_threads: int = 1,
+        _calling_thread: bool = False,
     ) -> None:
         self._file: Source = cast(Any, file)
         threads = _threads(max_threads)
@@ -410,7 +417,9 @@ class DecryptingReader(_PlaintextFile):
         header = bytearray(STREAM_HEADER_SIZE)
         got = _read_full(file, memoryview(header))
         chunk_size, _ = decode_header(bytes(header[:got]))
-        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, threads)
+        # _calling_thread: every open runs on the thread that calls it
+        # (decrypt_file's workers), never on the pool.
+        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, 1 if _calling_thread else threads)
         self._chunk_size = chunk_size
         self._piece = chunk_size + TAG_SIZE
         self._batch = _batch_chunks(threads, chunk_size)
@@ -440,17 +449,20 @@ class DecryptingReader(_PlaintextFile):
     def _open(self, first: int, last: bool, data: memoryview, out: memoryview) -> int:
         return self._chunked.open_into(first, last, data, out)
 
-    def _diagnose(self, first: int, last: bool, data: memoryview) -> tuple[int, BaseException]:
-        """After a batch failed: opens it chunk by chunk into the plaintext
-        buffer; returns the plaintext bytes of the chunks before the first
-        failing one, and the error that chunk deserves."""
+    def _diagnose(
+        self, first: int, last: bool, data: memoryview, plain: memoryview | None = None
+    ) -> tuple[int, BaseException]:
+        """After a batch failed: opens it chunk by chunk into `plain` (the
+        plaintext buffer by default); returns the plaintext bytes of the
+        chunks before the first failing one, and the error that chunk deserves."""
+        plain = self._plain_view if plain is None else plain
         count = max(1, -(-len(data) // self._piece))
         done = 0
         for k in range(count):
             piece = data[k * self._piece : (k + 1) * self._piece]
             final = last and k == count - 1
             index = first + k
-            out = self._plain_view[done : done + max(0, len(piece) - TAG_SIZE)]
+            out = plain[done : done + max(0, len(piece) - TAG_SIZE)]
             try:
                 done += self._open(index, final, piece, out)
                 continue
@@ -805,8 +817,14 @@ def encrypt_file(
     plaintext bytes encrypted. Each is a path or a binary file object (read
     from / written at its current position; not closed). A ``dst`` path is
     written to a temporary file in its directory and renamed over it only
-    when complete. ``progress(done)`` is called after each batch."""
+    when complete. ``progress(done)`` is called after each batch.
+
+    With ``max_threads`` > 1 between two regular files, each thread reads,
+    seals and writes its own batches at their offsets (docs/stream-format.md);
+    the source must then keep its size during the call, else
+    ``cb3.chunked.SourceChangedError`` (an OSError) and no complete stream."""
     with _opened(src, "rb") as source, _opened(dst, "wb") as sink:
+        fds = _offset_fds(source, sink, max_threads)
         writer = EncryptingWriter(
             sink,
             key,
@@ -817,10 +835,13 @@ def encrypt_file(
             _calling_thread=max_threads != 1,
         )
         try:
+            workers = writer._threads or (os.cpu_count() or 1)
             if writer._threads == 1:
                 total = _encrypt_batches(writer, source, progress)
+            elif fds is not None:
+                total = _encrypt_at_offsets(writer, source, sink, *fds, workers, progress)
             else:
-                total = _SealingPipeline(writer, sink, writer._threads or (os.cpu_count() or 1)).run(source, progress)
+                total = _SealingPipeline(writer, sink, workers).run(source, progress)
             writer._sealed = True
             if progress is not None:
                 progress(total)
@@ -955,6 +976,269 @@ class _SealingPipeline:
         return total
 
 
+# ---- regular files: every batch at its own offset --------------------------------
+
+
+class SourceChangedError(OSError):
+    """The source file changed size while a file helper ran on several threads."""
+
+
+def _regular_fd(file: Source, writing: bool) -> int | None:
+    """The descriptor of `file` if it is a regular, seekable file that
+    positional I/O (os.preadv / os.pwrite) can use at any offset; else None.
+    Not for a descriptor opened with O_APPEND (pwrite would append)."""
+    if not (hasattr(os, "preadv") and hasattr(os, "pwrite")):
+        return None
+    try:
+        if not file.seekable():
+            return None
+        fd: int = file.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        if writing:
+            import fcntl
+
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
+                return None
+    except (AttributeError, OSError, ValueError, ImportError):
+        return None
+    return fd
+
+
+def _pread_full(fd: int, view: memoryview, offset: int) -> int:
+    """Reads into `view` from `offset` (the GIL released in the system call);
+    fewer bytes only at end of file."""
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n == 0:
+            break
+        done += n
+    return done
+
+
+def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
+    while len(view):
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+    if _COLLECT_STEP is not None:
+        _COLLECT_STEP()
+
+
+class _BatchFailed(Exception):
+    """A batch failed after `done` output bytes of it were written."""
+
+    def __init__(self, done: int, error: BaseException) -> None:
+        super().__init__(done)
+        self.done, self.error = done, error
+
+
+class _OffsetPipeline:
+    """encrypt_file and decrypt_file on several threads between regular files.
+    Every batch's input and output offsets are known from the input size, so
+    each of `workers` threads (the calling thread one of them) takes the next
+    batch number, reads its input with os.preadv into its own buffer, seals or
+    opens it, and writes it with os.pwrite at its offset: the GIL is released
+    in all three, the threads never wait for one another, and the page-cache
+    copying is spread over the cores as the cryptography is. Memory: one input
+    and one output buffer per thread.
+
+    `job(batch, in_buffer, out_buffer)` does one batch and returns its
+    plaintext bytes. After a failure no thread takes another batch; the
+    batches before it were all taken already and run to completion, so the
+    error raised is that of the first failing batch in stream order, as on
+    one thread. run() returns the plaintext total or raises that error, with
+    `failed` set to (batch, output bytes of it written)."""
+
+    def __init__(self, workers: int, count: int, in_size: int, out_size: int,
+                 job: Callable[[int, memoryview, memoryview], int]) -> None:
+        self._count, self._job = count, job
+        self._buffers = [(bytearray(in_size), bytearray(out_size)) for _ in range(min(workers, count))]
+        self._lock = threading.Lock()
+        self._next = 0
+        self._done = 0
+        self.failed: tuple[int, int] | None = None
+        self._error: BaseException | None = None
+        self._stop = False
+
+    def _fail(self, batch: int, done: int, error: BaseException) -> None:
+        with self._lock:
+            if self.failed is None or batch < self.failed[0]:
+                self.failed, self._error = (batch, done), error
+
+    def _work(self, buffers: tuple[bytearray, bytearray], progress: Callable[[int], None] | None) -> None:
+        source, target = memoryview(buffers[0]), memoryview(buffers[1])
+        while True:
+            with self._lock:
+                batch = self._next
+                if batch >= self._count or self.failed is not None or self._stop:
+                    return
+                self._next += 1
+            try:
+                n = self._job(batch, source, target)
+                with self._lock:
+                    self._done += n
+                    done = self._done
+                if progress is not None:
+                    progress(done)
+            except _BatchFailed as failure:
+                self._fail(batch, failure.done, failure.error)
+                return
+            except BaseException as error:  # handed to the calling thread
+                self._fail(batch, 0, error)
+                return
+
+    def run(self, progress: Callable[[int], None] | None) -> int:
+        threads = [
+            threading.Thread(target=self._work, args=(buffers, None), name="cb3-file", daemon=True)
+            for buffers in self._buffers[1:]
+        ]
+        interrupted: BaseException | None = None
+        try:
+            for thread in threads:
+                thread.start()
+            self._work(self._buffers[0], progress)
+        finally:
+            # Every worker is joined before the files can be closed, even
+            # through a KeyboardInterrupt: a late pwrite to a closed (and
+            # perhaps reused) descriptor must never happen.
+            self._stop = True
+            for thread in threads:
+                while thread.is_alive():
+                    try:
+                        thread.join()
+                    except BaseException as error:
+                        interrupted = interrupted or error
+            for source, target in self._buffers:  # plaintext on one side or the other
+                source[:] = bytes(len(source))
+                target[:] = bytes(len(target))
+        if interrupted is not None:
+            raise interrupted
+        if self._error is not None:
+            raise self._error
+        return self._done
+
+    def run_checked(self, progress: Callable[[int], None] | None, source: tuple[int, int, int],
+                    sink: tuple[Source, int], cut_at: Callable[[int, int], int]) -> int:
+        """run(), then checks that the source (fd, start, size) still has its
+        size. On any failure the sink (file, fd) is cut at cut_at(failing
+        batch, its output bytes written), (0, 0) if no batch failed."""
+        src_fd, start, size = source
+        try:
+            total = self.run(progress)
+            now = os.fstat(src_fd).st_size - start
+            if now != size:
+                raise _changed(size, now)
+        except BaseException:
+            cut = cut_at(*(self.failed or (0, 0)))
+            os.ftruncate(sink[1], cut)
+            sink[0].seek(cut)
+            raise
+        return total
+
+
+def _changed(before: int, now: int) -> SourceChangedError:
+    return SourceChangedError(
+        f"the source changed size while it was read ({before} bytes at the start, {now} now): "
+        "the output is incomplete and was not finished"
+    )
+
+
+def _offset_fds(source: Source, sink: Source, max_threads: int) -> tuple[int, int] | None:
+    """(source fd, sink fd) when the file helpers run as an _OffsetPipeline:
+    several threads and two regular files; None otherwise (one thread, or a
+    pipe, socket, terminal or in-memory file: the streaming paths)."""
+    if _threads(max_threads) == 1:
+        return None
+    src_fd = _regular_fd(source, writing=False)
+    dst_fd = _regular_fd(sink, writing=True) if src_fd is not None else None
+    if src_fd is None or dst_fd is None or os.path.samestat(os.fstat(src_fd), os.fstat(dst_fd)):
+        return None
+    return src_fd, dst_fd
+
+
+def _encrypt_at_offsets(writer: EncryptingWriter, source: Source, sink: Source, src_fd: int, dst_fd: int,
+                        workers: int, progress: Callable[[int], None] | None) -> int:
+    """encrypt_file between regular files on several threads (_OffsetPipeline).
+    The final chunk is placed from the source's size at the start; a source
+    that changes size meanwhile fails with SourceChangedError."""
+    size_c = writer._chunk_size
+    per_batch = max(1, BATCH_BYTES_PER_THREAD // size_c)
+    capacity = per_batch * size_c
+    sealed = capacity + per_batch * TAG_SIZE
+    sink.flush()
+    out_start = sink.tell()
+    in_start = source.tell()
+    size = max(0, os.fstat(src_fd).st_size - in_start)
+    count = max(1, -(-size // capacity))
+    final = size - (count - 1) * capacity
+    chunked, first = writer._chunked, writer._index
+
+    def job(batch: int, plain: memoryview, out: memoryview) -> int:
+        last = batch == count - 1
+        length = final if last else capacity
+        got = _pread_full(src_fd, plain[: length + last], in_start + batch * capacity)
+        if got != length:  # shorter: the file shrank; one byte more: it grew
+            raise _changed(size, os.fstat(src_fd).st_size - in_start)
+        n = chunked.seal_into(first + batch * per_batch, last, plain[:length], out)
+        _pwrite_all(dst_fd, out[:n], out_start + batch * sealed)
+        return length
+
+    # On failure what precedes the failing batch is a stream without its final chunk.
+    pipeline = _OffsetPipeline(workers, count, capacity + 1, sealed, job)
+    total = pipeline.run_checked(progress, (src_fd, in_start, size), (sink, dst_fd),
+                                 lambda batch, _: out_start + batch * sealed)
+    end = out_start + (count - 1) * sealed + final + max(1, -(-final // size_c)) * TAG_SIZE
+    sink.seek(end)
+    source.seek(in_start + size)
+    writer._index += (count - 1) * per_batch + max(1, -(-final // size_c))
+    return total
+
+
+def _decrypt_at_offsets(reader: DecryptingReader, source: Source, sink: Source, src_fd: int, dst_fd: int,
+                        workers: int, progress: Callable[[int], None] | None) -> int:
+    """decrypt_file between regular files on several threads (_OffsetPipeline).
+    The final chunk is expected where the source's size at the start puts it,
+    so truncation is found exactly as on one thread. On failure `sink` holds
+    the plaintext of the chunks that verified before the failing one (the
+    rest is cut off), as on one thread."""
+    piece = reader._piece
+    per_batch = max(1, BATCH_BYTES_PER_THREAD // reader._chunk_size)
+    capacity = per_batch * reader._chunk_size
+    opened_size = per_batch * piece
+    in_start = reader._start + STREAM_HEADER_SIZE
+    body = os.fstat(src_fd).st_size - in_start
+    if body <= 0:
+        raise StreamTruncatedError("truncated stream: no chunk after the header")
+    sink.flush()
+    out_start = sink.tell()
+    count = max(1, -(-body // opened_size))
+    final = body - (count - 1) * opened_size
+
+    def job(batch: int, data: memoryview, plain: memoryview) -> int:
+        last = batch == count - 1
+        length = final if last else opened_size
+        got = _pread_full(src_fd, data[:length], in_start + batch * opened_size)
+        if got != length:
+            raise _changed(body, os.fstat(src_fd).st_size - in_start)
+        index = batch * per_batch
+        try:
+            n = reader._open(index, last, data[:length], plain)
+        except DecryptionError:
+            done, error = reader._diagnose(index, last, data[:length], plain)
+            _pwrite_all(dst_fd, plain[:done], out_start + batch * capacity)
+            raise _BatchFailed(done, error) from None
+        _pwrite_all(dst_fd, plain[:n], out_start + batch * capacity)
+        return n
+
+    pipeline = _OffsetPipeline(workers, count, opened_size, capacity, job)
+    total = pipeline.run_checked(progress, (src_fd, in_start, body), (sink, dst_fd),
+                                 lambda batch, done: out_start + batch * capacity + done)
+    sink.seek(out_start + total)
+    source.seek(in_start + body)
+    return total
+
+
 def decrypt_file(
     key: Buffer,
     src: PathOrReadable,
@@ -971,8 +1255,14 @@ def decrypt_file(
     left. A file object ``dst`` receives the plaintext of each chunk once it
     verified, so on error it holds the verified part of the stream."""
     with _opened(src, "rb") as source, _opened(dst, "wb") as sink:
-        with DecryptingReader(source, key, associated_data=associated_data, max_threads=max_threads) as reader:
+        fds = _offset_fds(source, sink, max_threads)
+        with DecryptingReader(
+            source, key, associated_data=associated_data, max_threads=max_threads, _calling_thread=fds is not None
+        ) as reader:
             total = 0
+            if fds is not None:
+                workers = _threads(max_threads) or (os.cpu_count() or 1)
+                return _decrypt_at_offsets(reader, source, sink, *fds, workers, progress)
             if _threads(max_threads) == 1:
                 while True:
                     part = reader._next_batch()

@@ -29,11 +29,7 @@ static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssiz
     cb3_chunked *chunked = NULL;
     cb3_result r = cb3_chunked_new(key->ptr, key->len, header->ptr, header->len, aad->ptr, aad->len,
                                    (size_t)max_threads, &chunked);
-    if (r == CB3_RESULT_INVALID_ARGUMENT) {
-        cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
-        goto done;
-    }
-    if (r != CB3_RESULT_OK) {
+    if (r != CB3_RESULT_OK) { /* a bad header: CB3_RESULT_INVALID_HEADER, a ValueError */
         cb3_given_lengths given = {key->len, 0, 0};
         cb3_raise(ctx, r, &given);
         goto done;

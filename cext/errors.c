@@ -106,6 +106,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         if (!HPyErr_Occurred(ctx))
             HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
         return -1;
+    case CB3_RESULT_INVALID_HEADER:
+        return cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
     case CB3_RESULT_INVALID_ARGUMENT:
         if (given->invalid)
             return cb3_raisef(ctx, ctx->h_ValueError, "%s", given->invalid);

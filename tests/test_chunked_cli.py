@@ -237,3 +237,23 @@ def test_sparse_file_round_trip_in_bounded_memory(tmp_path: Path, key_file: str)
         f"encrypt +{(encrypt_rss - baseline) / 2**20:.1f} MiB, decrypt +{(decrypt_rss - baseline) / 2**20:.1f} MiB "
         f"(baseline {baseline / 2**20:.1f} MiB)"
     )
+
+
+def test_threads_between_regular_files(tmp_path: Path, key_file: str) -> None:
+    """--threads 2 between regular files (the pread/pwrite pipeline, also for
+    stdout redirected to a file): the same bytes, and a chunk that fails in a
+    later batch leaves no output and exit status 1."""
+    src, enc, dec = tmp_path / "in", tmp_path / "in.cb3", tmp_path / "out"
+    data = os.urandom(3 * chunked.BATCH_BYTES_PER_THREAD + 1000)
+    src.write_bytes(data)
+    with open(enc, "wb") as redirected:
+        r = subprocess.run([sys.executable, "-P", "-m", "cb3", "encrypt", "--key-file", key_file, "--threads", "2",
+                            str(src)], stdout=redirected, stderr=subprocess.PIPE, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert cb3.DecryptingReader(open(enc, "rb"), KEY).read() == data
+    bad = bytearray(enc.read_bytes())
+    bad[27 + 9 * (65536 + 32)] ^= 1  # chunk 9: in the 3rd of 4 batches (4 chunks each)
+    enc.write_bytes(bad)
+    r = cb3_cli("decrypt", "--key-file", key_file, "--threads", "2", "-o", str(dec), str(enc))
+    assert r.returncode == 1 and b"chunk 9 failed" in r.stderr and b"no output written" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "in.cb3", "key"]

@@ -8,8 +8,10 @@ associated data, 1 or 2 threads) sealed by tests/reference.py (no cb3 code),
 then changes it: header fields (magic, version, any 32-bit chunk size, the
 nonce prefix), bit flips, truncation, insertion, and dropped, swapped,
 duplicated or foreign chunks; then reads it one of several ways: read(),
-reads of fuzzer-chosen sizes, a dribbling non-seekable source, decrypt_file,
-or a seek to a fuzzer-chosen offset.
+reads of fuzzer-chosen sizes, a dribbling non-seekable source, decrypt_file
+(in memory, or between real files on 2 threads: the pread/pwrite pipeline,
+with batches of a fuzzer-chosen number of chunks), or a seek to a
+fuzzer-chosen offset.
 
 The oracle: the reader succeeds if and only if the reference decrypts the
 same bytes, and then returns the reference's plaintext; when it fails it
@@ -25,6 +27,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # reference.py
@@ -33,6 +36,7 @@ import atheris  # noqa: E402
 
 with atheris.instrument_imports(include=["cb3"]):
     import cb3  # noqa: E402
+    from cb3 import chunked as cb3_chunked  # noqa: E402
 
 import fuzz_cb3  # noqa: E402  (its driver; sys.path[0] is this directory)
 import reference  # noqa: E402
@@ -102,6 +106,30 @@ def mutate(fdp: atheris.FuzzedDataProvider, stream: bytes, chunk_size: int, othe
     return bytes(data)
 
 
+_FILES = tempfile.mkdtemp(prefix="cb3-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+
+
+def decrypt_between_files(data: bytes, aad: bytes, batch_bytes: int) -> bytes:
+    """decrypt_file from one real file into another on 2 threads (the offset
+    pipeline), in batches of `batch_bytes` of plaintext; returns what the
+    destination holds (also after an error: the verified prefix)."""
+    src, dst = os.path.join(_FILES, "src"), os.path.join(_FILES, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+    saved, cb3_chunked.BATCH_BYTES_PER_THREAD = cb3_chunked.BATCH_BYTES_PER_THREAD, batch_bytes
+    try:
+        with open(dst, "wb") as sink:
+            try:
+                cb3.decrypt_file(KEY, src, sink, associated_data=aad, max_threads=2)
+            finally:
+                sink.flush()
+                with open(dst, "rb") as written:
+                    out = written.read()
+    finally:
+        cb3_chunked.BATCH_BYTES_PER_THREAD = saved
+    return out
+
+
 def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
     chunk_size = fdp.ConsumeIntInRange(64, 300)
     plaintext = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 3000))
@@ -115,7 +143,7 @@ def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
         expected: bytes | None = reference.stream_decrypt(KEY, data, aad)
     except reference.ReferenceDecryptionError:
         expected = None
-    mode = fdp.ConsumeIntInRange(0, 4)
+    mode = fdp.ConsumeIntInRange(0, 5)
     step = fdp.ConsumeIntInRange(1, 500)
     got = bytearray()
     error: BaseException | None = None
@@ -126,6 +154,8 @@ def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
                 cb3.decrypt_file(KEY, io.BytesIO(data), sink, associated_data=aad, max_threads=threads)
             finally:
                 got += sink.getvalue()
+        elif mode == 5:
+            got += decrypt_between_files(data, aad, chunk_size * fdp.ConsumeIntInRange(1, 5))
         elif mode == 4:
             reader = cb3.DecryptingReader(io.BytesIO(data), KEY, associated_data=aad, max_threads=threads)
             offset = fdp.ConsumeIntInRange(0, len(plaintext) + 10)

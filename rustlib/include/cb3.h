@@ -213,8 +213,8 @@ typedef enum cb3_result {
   /**
    * An argument is out of its documented range and no more specific code
    * applies: a buffer length above `PTRDIFF_MAX`, `cb3_stream_new`'s
-   * `message_index` at `UINT64_MAX`, a `cb3_chunked` header, batch or
-   * index the file format refuses; or an object pointer that is not a live object of the function's type
+   * `message_index` at `UINT64_MAX`, a `cb3_chunked` batch or index the
+   * file format refuses; or an object pointer that is not a live object of the function's type
    * (already freed, or of another type: every call checks a tag in the
    * object, which `cb3_*_free` erases; see the free functions).
    */
@@ -282,6 +282,12 @@ typedef enum cb3_result {
    * file path given to `cb3_blake3_update_file`.
    */
   CB3_RESULT_INVALID_UTF8 = 3018,
+  /**
+   * Not a cb3 stream header (`cb3_chunked_header_decode`,
+   * `cb3_chunked_new`): wrong length, magic or version, or a chunk size
+   * out of range.
+   */
+  CB3_RESULT_INVALID_HEADER = 3019,
 } cb3_result;
 
 /**
@@ -835,7 +841,7 @@ enum cb3_result cb3_chunked_header_encode(const uint8_t *nonce_prefix,
  * - `chunk_size_out`: receives the chunk size. May be NULL.
  *
  * Returns `CB3_RESULT_OK`, or:
- * - `CB3_RESULT_INVALID_ARGUMENT`: not a cb3 stream header: wrong length,
+ * - `CB3_RESULT_INVALID_HEADER`: not a cb3 stream header: wrong length,
  *   magic or version, or a chunk size out of range. (The header is not
  *   authenticated until a chunk opens: a modified prefix or chunk size that
  *   is still in range is caught by `cb3_chunked_open`.)
@@ -866,9 +872,9 @@ enum cb3_result cb3_chunked_header_decode(const uint8_t *header,
  *   `cb3_chunked_free`.
  *
  * Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
- * `CB3_RESULT_INVALID_KEY_LENGTH`, or `CB3_RESULT_INVALID_ARGUMENT` (not a
- * valid header, see `cb3_chunked_header_decode`; or a length above
- * `PTRDIFF_MAX`). On failure `*chunked_out` is not written and nothing is
+ * `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_HEADER` (not a valid
+ * header, see `cb3_chunked_header_decode`) or `CB3_RESULT_INVALID_ARGUMENT`
+ * (a length above `PTRDIFF_MAX`). On failure `*chunked_out` is not written and nothing is
  * allocated.
  */
 enum cb3_result cb3_chunked_new(const uint8_t *key,

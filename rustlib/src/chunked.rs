@@ -67,14 +67,14 @@ impl Header {
         out
     }
 
-    /// The header in `bytes`, or `InvalidArgument` if it is not a version-1
+    /// The header in `bytes`, or `InvalidHeader` if it is not a version-1
     /// header with a chunk size in range.
     pub fn decode(bytes: &[u8]) -> Cb3Result<Self> {
         if bytes.len() != CB3_CHUNKED_HEADER_SIZE || &bytes[..7] != MAGIC || bytes[7] != CB3_CHUNKED_VERSION {
-            return Err(cb3_result::InvalidArgument);
+            return Err(cb3_result::InvalidHeader);
         }
         let chunk_size = u32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        check_chunk_size(chunk_size)?;
+        check_chunk_size(chunk_size).map_err(|_| cb3_result::InvalidHeader)?;
         let mut nonce_prefix = [0u8; CB3_CHUNKED_PREFIX_SIZE];
         nonce_prefix.copy_from_slice(&bytes[12..]);
         Ok(Header { chunk_size, nonce_prefix })
@@ -256,6 +256,7 @@ struct SendPtr(*mut u8);
 // SAFETY: see the uses: every thread writes a disjoint range of one buffer
 // that outlives the scope.
 unsafe impl Send for SendPtr {}
+// SAFETY: as for Send: shared only to hand out disjoint ranges.
 unsafe impl Sync for SendPtr {}
 impl SendPtr {
     fn get(self) -> *mut u8 {
@@ -263,8 +264,12 @@ impl SendPtr {
     }
 }
 
+/// # Safety
+/// `ptr` is NULL or came from `cb3_chunked_new`.
 unsafe fn chunked_ref<'a>(ptr: *const cb3_chunked) -> Cb3Result<&'a cb3_chunked> {
-    object::get(ptr)
+    // SAFETY: the caller's guarantee is get's (a pointer from
+    // cb3_chunked_new, freed or not, or NULL).
+    unsafe { object::get(ptr) }
 }
 
 impl Object for cb3_chunked {
@@ -305,7 +310,10 @@ pub unsafe extern "C" fn cb3_chunked_header_encode(
     out_len: usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let prefix = fixed::<CB3_CHUNKED_PREFIX_SIZE>(nonce_prefix, nonce_prefix_len, cb3_result::InvalidNonceLength)?;
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let prefix =
+            unsafe { fixed::<CB3_CHUNKED_PREFIX_SIZE>(nonce_prefix, nonce_prefix_len, cb3_result::InvalidNonceLength) }?;
         check_chunk_size(chunk_size)?;
         if out.is_null() {
             return Err(cb3_result::NullParameter);
@@ -316,7 +324,10 @@ pub unsafe extern "C" fn cb3_chunked_header_encode(
         let out = Raw::new(out, CB3_CHUNKED_HEADER_SIZE)?;
         disjoint(&out, &[Raw::new(nonce_prefix, nonce_prefix_len)?])?;
         let header = Header { chunk_size, nonce_prefix: *prefix }.encode();
-        out.as_mut_slice().copy_from_slice(&header);
+        // SAFETY: the contract: `out_len` (checked >= 27) writable bytes at
+        // `out`, not NULL, disjoint from the prefix (checked).
+        let out = unsafe { out.as_mut_slice() };
+        out.copy_from_slice(&header);
         Ok(())
     })
 }
@@ -332,7 +343,7 @@ pub unsafe extern "C" fn cb3_chunked_header_encode(
 /// - `chunk_size_out`: receives the chunk size. May be NULL.
 ///
 /// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_INVALID_ARGUMENT`: not a cb3 stream header: wrong length,
+/// - `CB3_RESULT_INVALID_HEADER`: not a cb3 stream header: wrong length,
 ///   magic or version, or a chunk size out of range. (The header is not
 ///   authenticated until a chunk opens: a modified prefix or chunk size that
 ///   is still in range is caught by `cb3_chunked_open`.)
@@ -353,16 +364,22 @@ pub unsafe extern "C" fn cb3_chunked_header_decode(
             return Err(cb3_result::NullParameter);
         }
         let input = Raw::new(header, header_len)?;
-        let parsed = Header::decode(input.as_slice())?;
+        // SAFETY: the C caller's contract: `header_len` readable bytes at
+        // `header`, not NULL.
+        let parsed = Header::decode(unsafe { input.as_slice() })?;
         let prefix_out = Raw::new(nonce_prefix_out, nonce_prefix_out_len)?;
         if !nonce_prefix_out.is_null() {
             if nonce_prefix_out_len < CB3_CHUNKED_PREFIX_SIZE {
                 return Err(cb3_result::InsufficientSize);
             }
             disjoint(&prefix_out, &[input])?;
-            prefix_out.as_mut_slice()[..CB3_CHUNKED_PREFIX_SIZE].copy_from_slice(&parsed.nonce_prefix);
+            // SAFETY: the contract: `nonce_prefix_out_len` (checked >= 15)
+            // writable bytes, not NULL, disjoint from the header (checked).
+            let prefix = unsafe { prefix_out.as_mut_slice() };
+            prefix[..CB3_CHUNKED_PREFIX_SIZE].copy_from_slice(&parsed.nonce_prefix);
         }
-        store(chunk_size_out, parsed.chunk_size);
+        // SAFETY: the contract: `chunk_size_out` is NULL or valid for a write.
+        unsafe { store(chunk_size_out, parsed.chunk_size) };
         Ok(())
     })
 }
@@ -382,9 +399,9 @@ pub unsafe extern "C" fn cb3_chunked_header_decode(
 ///   `cb3_chunked_free`.
 ///
 /// Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
-/// `CB3_RESULT_INVALID_KEY_LENGTH`, or `CB3_RESULT_INVALID_ARGUMENT` (not a
-/// valid header, see `cb3_chunked_header_decode`; or a length above
-/// `PTRDIFF_MAX`). On failure `*chunked_out` is not written and nothing is
+/// `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_HEADER` (not a valid
+/// header, see `cb3_chunked_header_decode`) or `CB3_RESULT_INVALID_ARGUMENT`
+/// (a length above `PTRDIFF_MAX`). On failure `*chunked_out` is not written and nothing is
 /// allocated.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chunked_new(
@@ -398,17 +415,23 @@ pub unsafe extern "C" fn cb3_chunked_new(
     chunked_out: *mut *mut cb3_chunked,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let key = fixed::<32>(key, key_len, cb3_result::InvalidKeyLength)?;
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         if header.is_null() || chunked_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let header_bytes = Raw::new(header, header_len)?.as_slice();
+        // SAFETY: the contract: `header_len` readable bytes, not NULL.
+        let header_bytes = unsafe { Raw::new(header, header_len)?.as_slice() };
         let parsed = Header::decode(header_bytes)?;
-        let aad = Raw::new(aad, aad_len)?.as_slice();
+        // SAFETY: the contract: `aad_len` readable bytes (NULL only if 0).
+        let aad = unsafe { Raw::new(aad, aad_len)?.as_slice() };
         let mut all = Vec::with_capacity(CB3_CHUNKED_HEADER_SIZE + aad.len());
         all.extend_from_slice(header_bytes);
         all.extend_from_slice(aad);
-        object::give(cb3_chunked { key: ChunkedKey(*key), header: parsed, aad: all, pool: parallel::shared_pool(max_threads) }, chunked_out)
+        let chunked = cb3_chunked { key: ChunkedKey(*key), header: parsed, aad: all, pool: parallel::shared_pool(max_threads) };
+        // SAFETY: `chunked_out` is not NULL and valid for a write (the contract).
+        unsafe { object::give(chunked, chunked_out) }
     })
 }
 
@@ -416,12 +439,19 @@ pub unsafe extern "C" fn cb3_chunked_new(
 /// may be NULL. It must not be used afterwards, by any thread.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chunked_free(chunked: *mut cb3_chunked) {
-    ffi_boundary_or((), || object::free(chunked))
+    // SAFETY: the contract above: NULL or a pointer from cb3_chunked_new that
+    // no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(chunked) })
 }
 
 /// What `cb3_chunked_seal` and `cb3_chunked_open` share: the argument checks
 /// in their documented order (`out` may be NULL only when empty and not
 /// `out_required`), then `op` on the batch.
+///
+/// # Safety
+/// The contract of those two functions: `chunked` is NULL or from
+/// `cb3_chunked_new`; `input` and `out` valid for their lengths (NULL only
+/// when empty); `out_n` NULL or valid for a write.
 unsafe fn batch_call(
     chunked: *const cb3_chunked,
     first_index: u64,
@@ -432,7 +462,8 @@ unsafe fn batch_call(
     op: fn(&cb3_chunked, u64, bool, &[u8], &mut [u8]) -> Cb3Result<usize>,
 ) -> cb3_result {
     ffi_boundary(|| {
-        let chunked = chunked_ref(chunked)?;
+        // SAFETY: the C caller's contract (a cb3_chunked pointer or NULL).
+        let chunked = unsafe { chunked_ref(chunked) }?;
         let last = flag(last)?;
         let input = Raw::new(input, input_len)?;
         if out_required && out.is_null() {
@@ -440,8 +471,12 @@ unsafe fn batch_call(
         }
         let output = Raw::new(out, out_len)?;
         disjoint(&output, &[input])?;
-        let written = op(chunked, first_index, last, input.as_slice(), output.as_mut_slice())?;
-        store(out_n, written);
+        // SAFETY: the contract: `input_len` readable bytes at `input` and
+        // `out_len` writable bytes at `out`, which do not overlap (checked).
+        let (input, output) = unsafe { (input.as_slice(), output.as_mut_slice()) };
+        let written = op(chunked, first_index, last, input, output)?;
+        // SAFETY: the contract: `out_n` is NULL or valid for a write.
+        unsafe { store(out_n, written) };
         Ok(())
     })
 }
@@ -483,7 +518,10 @@ pub unsafe extern "C" fn cb3_chunked_seal(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
-    batch_call(chunked, first_index, last, (plaintext, plaintext_len), (out, out_len, true), out_n, cb3_chunked::seal_batch)
+    // SAFETY: this function's contract is batch_call's.
+    unsafe {
+        batch_call(chunked, first_index, last, (plaintext, plaintext_len), (out, out_len, true), out_n, cb3_chunked::seal_batch)
+    }
 }
 
 /// Verifies and decrypts a batch of consecutive chunks: `ciphertext` is cut
@@ -527,7 +565,10 @@ pub unsafe extern "C" fn cb3_chunked_open(
     out_len: usize,
     out_n: *mut usize,
 ) -> cb3_result {
-    batch_call(chunked, first_index, last, (ciphertext, ciphertext_len), (out, out_len, false), out_n, cb3_chunked::open_batch)
+    // SAFETY: this function's contract is batch_call's.
+    unsafe {
+        batch_call(chunked, first_index, last, (ciphertext, ciphertext_len), (out, out_len, false), out_n, cb3_chunked::open_batch)
+    }
 }
 
 #[cfg(test)]
@@ -550,9 +591,9 @@ mod tests {
         for (at, value) in [(0, b'X'), (7, 2), (8, 1), (9, 0)] {
             let mut bad = bytes;
             bad[at] = value;
-            assert_eq!(Header::decode(&bad), Err(cb3_result::InvalidArgument), "byte {at}");
+            assert_eq!(Header::decode(&bad), Err(cb3_result::InvalidHeader), "byte {at}");
         }
-        assert!(Header::decode(&bytes[..26]).is_err());
+        assert_eq!(Header::decode(&bytes[..26]), Err(cb3_result::InvalidHeader));
     }
 
     #[test]

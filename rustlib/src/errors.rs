@@ -40,8 +40,8 @@ pub enum cb3_result {
     StreamExhausted = 3007,
     /// An argument is out of its documented range and no more specific code
     /// applies: a buffer length above `PTRDIFF_MAX`, `cb3_stream_new`'s
-    /// `message_index` at `UINT64_MAX`, a `cb3_chunked` header, batch or
-    /// index the file format refuses; or an object pointer that is not a live object of the function's type
+    /// `message_index` at `UINT64_MAX`, a `cb3_chunked` batch or index the
+    /// file format refuses; or an object pointer that is not a live object of the function's type
     /// (already freed, or of another type: every call checks a tag in the
     /// object, which `cb3_*_free` erases; see the free functions).
     InvalidArgument = 3008,
@@ -88,11 +88,15 @@ pub enum cb3_result {
     /// Text that must be UTF-8 is not: a BLAKE3 key-derivation context, or a
     /// file path given to `cb3_blake3_update_file`.
     InvalidUtf8 = 3018,
+    /// Not a cb3 stream header (`cb3_chunked_header_decode`,
+    /// `cb3_chunked_new`): wrong length, magic or version, or a chunk size
+    /// out of range.
+    InvalidHeader = 3019,
 }
 
 /// The last code: the codes are 0 and `3000..=LAST`, with no gaps (the test
 /// `codes_are_contiguous` checks it).
-const LAST: cb3_result = cb3_result::InvalidUtf8;
+const LAST: cb3_result = cb3_result::InvalidHeader;
 
 impl cb3_result {
     /// The code with this numeric value, if there is one. C can pass any
@@ -138,6 +142,7 @@ impl cb3_result {
             Self::InvalidCounter => c"the starting block counter is past the end of the keystream",
             Self::InvalidPosition => c"the position is past the end of the keystream",
             Self::InvalidUtf8 => c"text must be UTF-8",
+            Self::InvalidHeader => c"not a cb3 stream header (magic, version or chunk size)",
         }
     }
 }
@@ -196,10 +201,10 @@ mod tests {
                 | cb3_result::InvalidArgument | cb3_result::Panic | cb3_result::CounterOverflow
                 | cb3_result::IoError | cb3_result::OutOfMemory | cb3_result::Forked | cb3_result::Interrupted
                 | cb3_result::InvalidRounds | cb3_result::InvalidCounter | cb3_result::InvalidPosition
-                | cb3_result::InvalidUtf8 => 1,
+                | cb3_result::InvalidUtf8 | cb3_result::InvalidHeader => 1,
             };
         }
-        assert_eq!(count, 20);
+        assert_eq!(count, 21);
         for code in [1, 2999, LAST as u32 + 1, u32::MAX] {
             assert_eq!(cb3_result::from_code(code), None);
         }

@@ -16,7 +16,6 @@ pub mod aead;
 pub mod bench;
 pub mod buffers;
 pub mod chacha20;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod chunked;
 pub mod direct;
 pub mod errors;

@@ -154,22 +154,22 @@ static void test_errors(void)
     for (size_t at = 0; at < 8; at++) { /* magic and version */
         memcpy(bad, header, 27);
         bad[at] ^= 1;
-        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size), CB3_RESULT_INVALID_ARGUMENT);
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size), CB3_RESULT_INVALID_HEADER);
     }
     const uint32_t out_of_range[] = {0, 63, CB3_CHUNKED_MAX_CHUNK_SIZE + 1, UINT32_MAX};
     for (size_t i = 0; i < 4; i++) {
         memcpy(bad, header, 27);
         for (int b = 0; b < 4; b++)
             bad[8 + b] = (uint8_t)(out_of_range[i] >> (24 - 8 * b));
-        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size), CB3_RESULT_INVALID_ARGUMENT);
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size), CB3_RESULT_INVALID_HEADER);
     }
-    CHECK_RESULT(cb3_chunked_header_decode(header, 26, prefix, 15, &size), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_chunked_header_decode(header, 26, prefix, 15, &size), CB3_RESULT_INVALID_HEADER);
     CHECK_RESULT(cb3_chunked_header_decode(header, 27, prefix, 14, &size), CB3_RESULT_INSUFFICIENT_SIZE);
     CHECK_RESULT(cb3_chunked_header_decode(NULL, 27, prefix, 15, &size), CB3_RESULT_NULL_PARAMETER);
     CHECK(size == 12345 && all_bytes(prefix, 15, 0xEE));
     cb3_chunked *chunked = NULL;
     CHECK_RESULT(cb3_chunked_new(KEY, 31, header, 27, NULL, 0, 1, &chunked), CB3_RESULT_INVALID_KEY_LENGTH);
-    CHECK_RESULT(cb3_chunked_new(KEY, 32, bad, 27, NULL, 0, 1, &chunked), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_chunked_new(KEY, 32, bad, 27, NULL, 0, 1, &chunked), CB3_RESULT_INVALID_HEADER);
     CHECK_RESULT(cb3_chunked_new(KEY, 32, header, 27, NULL, 5, 1, &chunked), CB3_RESULT_NULL_PARAMETER);
     CHECK_RESULT(cb3_chunked_new(KEY, 32, header, 27, NULL, 0, 1, NULL), CB3_RESULT_NULL_PARAMETER);
     CHECK(chunked == NULL);
