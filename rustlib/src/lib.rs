@@ -11,7 +11,6 @@
 // the rule and keep the old default until they are converted.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod aead;
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod bench;
@@ -25,7 +24,6 @@ pub mod errors;
 pub mod hash;
 pub mod info;
 pub mod object;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod parallel;
 #[allow(unsafe_op_in_unsafe_fn)]
 pub mod stream;
