@@ -34,7 +34,7 @@ def test_targets_markdown_rewrites_only_its_section(tmp_path):
     assert len(rows) == len(bench.TARGETS)
     for row, target in zip(rows, bench.TARGETS):
         assert row.startswith(f"| {bench.human_size(target.size)} | {target.what} | ")
-        assert row.endswith(("| met |", "| **not met** |", "| not measured (peer not installed) |")), row
+        assert row.endswith(("| met |", "| **not met** |", "| (evidence) |", "| not measured (peer not installed) |")), row
     # A second run replaces the section again instead of adding one.
     assert bench.main(["--targets-markdown", str(doc), "--quick"]) == 0
     assert doc.read_text(encoding="utf-8").count(bench.BEGIN_TARGETS) == 1

@@ -104,9 +104,11 @@ pub enum Source<'a> {
 /// Who can see the output buffer of a decryption while it runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Output {
-    /// Memory only this call can see (just allocated, not yet shared): the
-    /// ciphertext is copied into it, MACed and decrypted there in one pass;
-    /// on failure it is wiped (all zeros) and the caller discards it.
+    /// Memory only this call can see (just allocated, not yet shared): in
+    /// one pass, each piece of the ciphertext is copied into the thread's
+    /// private piece buffer, MACed there and decrypted from there into the
+    /// output; on failure the output is wiped (all zeros) and the caller
+    /// discards it.
     Private,
     /// The caller's memory, which others may read or write during the call:
     /// the ciphertext is staged in a private copy, and plaintext reaches the
@@ -1125,8 +1127,8 @@ unsafe fn decrypt_combined(
 
 /// `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
 /// the call (memory the caller has just allocated and not yet shared), in
-/// one pass: each piece of the ciphertext is copied into `out`, MACed there
-/// and decrypted in place. It writes unverified plaintext into `out`, so on
+/// one pass: each piece of the ciphertext is copied into a private piece
+/// buffer, MACed there and decrypted from there into `out`. It writes unverified plaintext into `out`, so on
 /// failure `out` is wiped (all zeros, for messages whose MAC input is over
 /// 64 KiB; shorter ones are verified first and `out` is left as it was) and the
 /// caller must discard it. The Python package uses it for the bytes objects it
