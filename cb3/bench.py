@@ -9,9 +9,17 @@ column times the `chacha20-blake3` crate itself through
 `cb3._cb3.bench_reference`, in the same process.
 
     python -m cb3 bench [--quick] [--sizes 64,1024,...] [--rounds N] [--json FILE]
+    python -m cb3 bench --targets-markdown docs/performance.md [--quick] [--rounds N]
+
+`--targets-markdown FILE` measures the targets of issue #15 instead (each a
+ratio of two cases timed in the same rounds) and rewrites the generated
+section of FILE, between `<!-- BEGIN generated: targets -->` and
+`<!-- END generated: targets -->`, with a table stamped with the date and
+the machine.
 """
 
 import argparse
+import datetime
 import hashlib
 import json
 import os
@@ -49,14 +57,18 @@ REFERENCE = {"aead": "cb3 encrypt", "hash": "cb3 keyed_hash", "chacha": "cb3 Cha
 #: process's CPU time, which leaves out the time other jobs of a shared machine
 #: hold the CPU (but adds up all threads: not comparable for max_threads cases).
 clock: Callable[[], float] = time.perf_counter
+clock_name = "wall"
 
 
-def _loop(call: Callable[[], object]) -> Timer:
+def _loop(call: Callable[[], object], wall: bool = False) -> Timer:
+    """A timer of `n` calls of `call`, on `clock` (on wall time if `wall`)."""
+
     def run(n: int) -> float:
-        start = clock()
+        now = time.perf_counter if wall else clock
+        start = now()
         for _ in range(n):
             call()
-        return clock() - start
+        return now() - start
 
     return run
 
@@ -326,12 +338,208 @@ def report(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+#: The markers of the generated section that `--targets-markdown` rewrites.
+BEGIN_TARGETS = "<!-- BEGIN generated: targets -->"
+END_TARGETS = "<!-- END generated: targets -->"
+
+
+@dataclass
+class Target:
+    """One target of issue #15: `ours` / `peer` (times; for a speed-up,
+    `peer` / `ours`) must be at most (at least, for a speed-up) `limit`.
+    Rows without a limit are evidence for the floor of a target."""
+
+    what: str
+    size: int
+    ours: str
+    peer: str
+    limit: Optional[float]
+    speedup: bool = False
+
+    def ratio(self, seconds: dict[str, float]) -> Optional[float]:
+        if self.ours not in seconds or self.peer not in seconds:
+            return None
+        a, b = seconds[self.ours], seconds[self.peer]
+        return b / a if self.speedup else a / b
+
+    def met(self, ratio: float) -> bool:
+        assert self.limit is not None
+        return ratio >= self.limit if self.speedup else ratio <= self.limit
+
+
+BIG = 16 << 20
+
+TARGETS = [
+    Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 64, "encrypt", "ChaCha20Poly1305 encrypt", 0.55),
+    Target("`encrypt` / cryptography AESGCM `encrypt`", 64, "encrypt", "AESGCM encrypt", 0.85),
+    Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 256, "encrypt", "ChaCha20Poly1305 encrypt", 0.85),
+    Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 4096, "encrypt", "ChaCha20Poly1305 encrypt", 1.5),
+    Target("`decrypt` / cryptography ChaCha20Poly1305 `decrypt`", 64, "decrypt", "ChaCha20Poly1305 decrypt", 0.55),
+    Target("`keyed_hash` / blake3-py keyed hash", 64, "keyed_hash", "blake3-py keyed", 0.5),
+    Target("`encrypt_into` / (OpenSSL ChaCha20 + blake3-py keyed), one thread", BIG, "encrypt_into", "ChaCha20 + blake3-py", 1.02),
+    Target("`decrypt_into` / (OpenSSL ChaCha20 + blake3-py keyed), one thread", BIG, "decrypt_into", "ChaCha20 + blake3-py", 1.02),
+    Target("`encrypt_into`: speed-up of `max_threads=2` over 1 (wall time)", BIG, "encrypt_into max_threads=2, wall", "encrypt_into, wall", 1.7, True),
+    # Evidence for the 16 MiB floors: the fused pass against its own two
+    # primitives run back to back, and cb3's ChaCha20 against OpenSSL's.
+    Target("evidence: `encrypt_into` / (cb3's ChaCha20 + cb3 `keyed_hash`), one thread", BIG, "encrypt_into", "cb3 ChaCha20 + keyed_hash", None),
+    Target("evidence: cb3 `ChaCha20.update_into` / OpenSSL ChaCha20 `update_into`", BIG, "cb3 ChaCha20", "OpenSSL ChaCha20", None),
+]
+
+
+def _target_timers(size: int) -> dict[str, Timer]:
+    """The cases the targets compare, at one size (peers only if installed)."""
+    key, nonce, nonce12 = os.urandom(32), os.urandom(24), os.urandom(12)
+    data = os.urandom(size)
+    cipher, two = cb3.ChaCha20Blake3(key), cb3.ChaCha20Blake3(key, max_threads=2)
+    sealed = cipher.encrypt(nonce, data)
+    out, plain = bytearray(size + 32), bytearray(size)
+    timers: dict[str, Timer] = {
+        "encrypt": _loop(lambda: cipher.encrypt(nonce, data)),
+        "decrypt": _loop(lambda: cipher.decrypt(nonce, sealed)),
+        "keyed_hash": _loop(lambda: cb3.keyed_hash(key, data)),
+        "encrypt_into": _loop(lambda: cipher.encrypt_into(nonce, data, None, out)),
+        "decrypt_into": _loop(lambda: cipher.decrypt_into(nonce, sealed, None, plain)),
+    }
+    if size >= 1 << 20:
+        chacha, own_out = ChaCha20(key, nonce[:8]), bytearray(size)
+
+        def own_back_to_back() -> None:
+            chacha.update_into(data, own_out)
+            cb3.keyed_hash(key, own_out)
+
+        timers["cb3 ChaCha20 + keyed_hash"] = _loop(own_back_to_back)
+        timers["cb3 ChaCha20"] = _loop(lambda: chacha.update_into(data, own_out))
+        # Threads: wall time whatever the clock (CPU time adds up the threads).
+        timers["encrypt_into, wall"] = _loop(lambda: cipher.encrypt_into(nonce, data, None, out), wall=True)
+        timers["encrypt_into max_threads=2, wall"] = _loop(lambda: two.encrypt_into(nonce, data, None, out), wall=True)
+    try:
+        import blake3 as blake3_py
+    except ImportError:
+        blake3_py = None
+    else:
+        timers["blake3-py keyed"] = _loop(lambda: blake3_py.blake3(data, key=key).digest())
+    try:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+    except ImportError:
+        return timers
+    chapoly, gcm = ChaCha20Poly1305(key), AESGCM(key)
+    chapoly_sealed = chapoly.encrypt(nonce12, data, None)
+    timers["ChaCha20Poly1305 encrypt"] = _loop(lambda: chapoly.encrypt(nonce12, data, None))
+    timers["ChaCha20Poly1305 decrypt"] = _loop(lambda: chapoly.decrypt(nonce12, chapoly_sealed, None))
+    timers["AESGCM encrypt"] = _loop(lambda: gcm.encrypt(nonce12, data, None))
+    stream_out = bytearray(size)
+    openssl = Cipher(algorithms.ChaCha20(key, bytes(8) + nonce[:8]), None).encryptor()
+    timers["OpenSSL ChaCha20"] = _loop(lambda: openssl.update_into(data, stream_out))
+    if blake3_py is not None:
+
+        def back_to_back() -> None:
+            # What cb3 is made of, on the same data: the keystream XOR
+            # (OpenSSL) into a buffer, then the keyed hash of that buffer.
+            Cipher(algorithms.ChaCha20(key, bytes(8) + nonce[:8]), None).encryptor().update_into(data, stream_out)
+            blake3_py.blake3(stream_out, key=key).digest()
+
+        timers["ChaCha20 + blake3-py"] = _loop(back_to_back)
+    return timers
+
+
+def measure_targets(rounds: int, budget: float, targets: list[Target] = TARGETS) -> list[tuple[Target, Optional[float]]]:
+    """Every target's ratio, from the medians of interleaved rounds of the
+    cases it compares (all sizes in one loop, like `measure`)."""
+    wanted = {(t.size, name) for t in targets for name in (t.ours, t.peer)}
+    timers: dict[tuple[int, str], Timer] = {}
+    for size in sorted({t.size for t in targets}):
+        for name, timer in _target_timers(size).items():
+            if (size, name) in wanted:
+                timers[(size, name)] = timer
+    counts = {key: _calibrate(timer, budget) for key, timer in timers.items()}
+    samples: dict[tuple[int, str], list[float]] = {key: [] for key in timers}
+    for _ in range(rounds):
+        for key, timer in timers.items():
+            samples[key].append(timer(counts[key]) / counts[key])
+    results = []
+    for target in targets:
+        seconds = {name: statistics.median(values) for (size, name), values in samples.items() if size == target.size}
+        results.append((target, target.ratio(seconds)))
+    return results
+
+
+def _load_average() -> str:
+    try:
+        return " / ".join(f"{load:.2f}" for load in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def targets_markdown(results: list[tuple[Target, Optional[float]]], rounds: int, command: str, load: str) -> str:
+    """The generated section: how, where and when it was measured, then one
+    row per target."""
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    lines = [
+        BEGIN_TARGETS,
+        f"Generated by `{command}` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: "
+        f"CPU {cpu_name()}, {cores} cores ({usable} usable), load average {load} (1/5/15 min) "
+        f"before the run, {platform.python_implementation()} {platform.python_version()}, cb3 {cb3.__version__} "
+        f"(SIMD {cb3.simd_backend()}), {clock_name} clock, medians of {rounds} interleaved rounds. "
+        "Ratio = cb3's time / the peer's (below 1: cb3 faster); for the thread row, the speed-up "
+        "(one thread's time / two threads').",
+        "",
+        "| size | ratio | measured | target | met |",
+        "|---|---|---:|---:|---|",
+    ]
+    for target, ratio in results:
+        limit = "—" if target.limit is None else f"≥ {target.limit:g}" if target.speedup else f"≤ {target.limit:g}"
+        if ratio is None:
+            measured, met = "—", "not measured (peer not installed)"
+        elif target.limit is None:
+            measured, met = f"{ratio:.2f}", "(evidence)"
+        else:
+            measured, met = f"{ratio:.2f}", "met" if target.met(ratio) else "**not met**"
+        lines.append(f"| {human_size(target.size)} | {target.what} | {measured} | {limit} | {met} |")
+    lines.append(END_TARGETS)
+    return "\n".join(lines)
+
+
+def replace_section(text: str, section: str) -> str:
+    """`text` with its generated targets section replaced by `section`."""
+    start, end = text.find(BEGIN_TARGETS), text.find(END_TARGETS)
+    if start < 0 or end < start:
+        raise ValueError(f"no section between {BEGIN_TARGETS!r} and {END_TARGETS!r}")
+    return text[:start] + section + text[end + len(END_TARGETS):]
+
+
+def write_targets(path: str, rounds: int, budget: float, options: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        replace_section(text, "")
+    except (OSError, ValueError) as error:
+        print(f"--targets-markdown: {path}: {error}", file=sys.stderr)
+        return 2
+    load = _load_average()
+    results = measure_targets(rounds, budget)
+    shown = os.path.basename(path) if os.path.isabs(path) else path
+    command = f"python -m cb3 bench --targets-markdown {shown}{options}"
+    section = targets_markdown(results, rounds, command, load)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(replace_section(text, section))
+    print(section)
+    return 0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="few sizes, short loops (a smoke run)")
     parser.add_argument("--sizes", help="comma-separated message sizes in bytes")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per case (default 5; quick: 2)")
     parser.add_argument("--only", help="comma-separated words: run only cases whose name contains one")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--targets-markdown",
+        metavar="FILE",
+        help="measure issue #15's targets and rewrite FILE's generated section "
+        f"({BEGIN_TARGETS} ... {END_TARGETS}), e.g. docs/performance.md",
+    )
     parser.add_argument("--files", action="store_true", help="only the file rows (cb3/bench_files.py)")
     parser.add_argument("--file-size", default="256M", help="file rows: the file size (default 256M)")
     parser.add_argument("--sparse-size", default="2G", help="file rows: the sparse file for peak RSS (default 2G; 0: skip)")
@@ -366,8 +574,14 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    global clock
+    global clock, clock_name
     clock = time.process_time if args.clock == "process" else time.perf_counter
+    clock_name = "process CPU" if args.clock == "process" else "wall"
+    if args.targets_markdown:
+        rounds = args.rounds or (1 if args.quick else 7)
+        options = (" --quick" if args.quick else "") + (f" --rounds {args.rounds}" if args.rounds else "")
+        options += " --clock process" if args.clock == "process" else ""
+        return write_targets(args.targets_markdown, rounds, 0.002 if args.quick else 0.2, options)
     if args.files:
         from cb3 import bench_files
 

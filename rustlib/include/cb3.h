@@ -525,8 +525,8 @@ enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
 /**
  * `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
  * the call (memory the caller has just allocated and not yet shared), in
- * one pass: each piece of the ciphertext is copied into `out`, MACed there
- * and decrypted in place. It writes unverified plaintext into `out`, so on
+ * one pass: each piece of the ciphertext is copied into a private piece
+ * buffer, MACed there and decrypted from there into `out`. It writes unverified plaintext into `out`, so on
  * failure `out` is wiped (all zeros, for messages whose MAC input is over
  * 64 KiB; shorter ones are verified first and `out` is left as it was) and the
  * caller must discard it. The Python package uses it for the bytes objects it

@@ -11,7 +11,6 @@
 // the rule and keep the old default until they are converted.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod aead;
 pub mod bench;
 pub mod buffers;
@@ -22,7 +21,6 @@ pub mod errors;
 pub mod hash;
 pub mod info;
 pub mod object;
-#[allow(unsafe_op_in_unsafe_fn)]
 pub mod parallel;
 pub mod stream;
 pub mod wipe;

@@ -383,3 +383,62 @@ fn direct_path_matches_crate_for_every_layout() {
         }
     }
 }
+
+/// The piecewise pass (MAC input over 64 KiB): pieces of 256 KiB aligned in
+/// the MAC input `aad || le64 || ct || le64`, each read once with the XOR
+/// straight into private memory. Message lengths that put the end of the
+/// ciphertext, or of the whole MAC input, on, just before and just after a
+/// piece edge (and a chunk edge 16 bytes off, where blake3's assembly reads
+/// past a chunk), for associated data around chunk sizes; on one thread and
+/// on two (leaf/segment edges of the subtrees), on every route.
+#[test]
+fn piecewise_path_matches_crate_at_piece_and_chunk_edges() {
+    const PIECE: usize = 256 * 1024;
+    let mut i = 0u64;
+    for aad_len in [0usize, 1, 1015, 1016, 1017, 1024, 2047, 2048, PIECE - 8, PIECE + 1] {
+        let head = aad_len as isize + 8;
+        // Just past the direct path's 64 KiB of MAC input, then the edges.
+        let mut lengths = vec![65536 - head - 8 + 1, 65536 + 1024 - head];
+        for pieces in [1isize, 2, 4, 5] {
+            let edge = pieces * PIECE as isize;
+            for end in [edge - head, edge - head - 8] {
+                for delta in [-17isize, -16, -1, 0, 1, 16, 17] {
+                    lengths.push(end + delta);
+                }
+            }
+        }
+        for len in lengths.into_iter().filter(|&len| len > 0).map(|len| len as usize) {
+            i += 1;
+            let key = bytes(i + 500, 32);
+            let nonce = bytes(i + 501, 24);
+            let pt = bytes(i + 502, len);
+            let aad = bytes(i + 503, aad_len);
+            let expected = ChaCha20Blake3::new(key.clone().try_into().unwrap()).encrypt(nonce.as_slice().try_into().unwrap(), &pt, &aad);
+            for threads in [1usize, 2] {
+                let what = format!("length {len}, aad {aad_len}, {threads} threads");
+                let mut p = ptr::null_mut();
+                assert_eq!(unsafe { cb3_aead_new_with_threads(key.as_ptr(), 32, threads, &mut p) }, cb3_result::Ok);
+                let aead = Aead(p);
+                let ct = aead.encrypt(&nonce, &pt, &aad).unwrap();
+                assert!(ct == expected, "{what}");
+                assert!(aead.decrypt(&nonce, &ct, &aad).unwrap() == pt, "{what}");
+                assert!(aead.decrypt_private(&nonce, &ct, &aad).unwrap() == pt, "{what}");
+                let mut bad = ct.clone();
+                bad[len - 1] ^= 0x80;
+                assert_eq!(aead.decrypt(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed), "{what}");
+                assert_eq!(aead.decrypt_private(&nonce, &bad, &aad), Err(cb3_result::DecryptionFailed), "{what}");
+                let (mut body, mut tag) = (vec![0u8; len], [0u8; 32]);
+                let r = unsafe { cb3_aead_encrypt_detached(aead.0, nonce.as_ptr(), 24, pt.as_ptr(), len, aad.as_ptr(), aad.len(), body.as_mut_ptr(), len, tag.as_mut_ptr(), 32) };
+                assert_eq!(r, cb3_result::Ok);
+                assert!(body[..] == expected[..len] && tag[..] == expected[len..], "detached, {what}");
+                let mut buf = pt.clone();
+                let r = unsafe { cb3_aead_encrypt_in_place(aead.0, nonce.as_ptr(), 24, buf.as_mut_ptr(), len, aad.as_ptr(), aad.len(), tag.as_mut_ptr(), 32) };
+                assert_eq!(r, cb3_result::Ok);
+                assert!(buf[..] == expected[..len] && tag[..] == expected[len..], "in place, {what}");
+                let r = unsafe { cb3_aead_decrypt_in_place(aead.0, nonce.as_ptr(), 24, buf.as_mut_ptr(), len, tag.as_ptr(), 32, aad.as_ptr(), aad.len()) };
+                assert_eq!(r, cb3_result::Ok);
+                assert!(buf == pt, "in place, {what}");
+            }
+        }
+    }
+}
