@@ -19,11 +19,11 @@
 #   9. CPython 3.14 (Debian forky chroot) and PyPy 3.11 (Debian trixie chroot):
 #      scripts/chroot-test.sh; root only, skipped with a message otherwise
 #  10. wheels: scripts/wheels.sh builds the sdist and manylinux_2_17 wheels
-#      (x86_64, aarch64; CPython 3.11-3.14) and tests each in a fresh
+#      (x86_64, aarch64; CPython 3.11-3.14; PyPy 3.11 x86_64) and tests each in a fresh
 #      environment without Rust (x86_64: the full suite less
 #      scripts/source-only-tests.txt; aarch64 under qemu, x86 SIMD paths under
 #      qemu-x86_64 -cpu); root only, skipped with a message otherwise
-# When step 10 runs, the source builds of steps 7 and 9 (CPython 3.14) run
+# When step 10 runs, the source builds of steps 7 and 9 run
 # only scripts/source-only-tests.txt: the rest of their suite runs on their
 # wheels. Otherwise (not root, CB3_SKIP_WHEELS) they run the whole suite.
 # Each step prints its time; each pytest run records a row of the README's
@@ -411,17 +411,22 @@ run_chroot() {
         env "${@:4}" CB3_STATICLIB="$STATICLIB" CB3_MATRIX_DIR="$MATRIX" bash scripts/chroot-test.sh "$1"
     fi
 }
-# CPython 3.14: like the pyenv interpreters, the source build runs only the
-# source-only tests when the wheel step runs the rest on its wheel.
+# CPython 3.14 and PyPy 3.11: like the pyenv interpreters, the source build
+# runs only the source-only tests when the wheel step runs the rest on its wheel.
 if [[ -n "$SOURCE_ONLY_MODE" ]]; then
     run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot), scripts/source-only-tests.txt" CB3_SKIP_PY314 \
         CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE"
 else
     run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
 fi
-run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
+if [[ -n "$SOURCE_ONLY_MODE" ]]; then
+    run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot), scripts/source-only-tests.txt" CB3_SKIP_PYPY \
+        CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE"
+else
+    run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
+fi
 
-step "wheels: build manylinux_2_17 wheels (x86_64, aarch64) and the sdist, test them without Rust (scripts/wheels.sh)"
+step "wheels: build manylinux_2_17 wheels (x86_64, aarch64; PyPy x86_64) and the sdist, test them without Rust (scripts/wheels.sh)"
 if [[ -n "${CB3_SKIP_WHEELS:-}" ]]; then
     echo "skipped (CB3_SKIP_WHEELS is set)"
 elif [[ -z "$AS_ROOT" ]]; then
