@@ -31,6 +31,7 @@
 # the table into README.md).
 # Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1, CB3_SKIP_PY314=1,
 #        CB3_SKIP_PYENV=1, CB3_SKIP_WHEELS=1 skip steps 9, 7-8 and 10;
+#        CB3_SKIP_PYPY also leaves out PyPy's wheel;
 #        PYTHON=python3.12 bash scripts/test.sh: another primary interpreter)
 # Disk: about 8 GB outside the tracked files (README, "Running the tests").
 set -euo pipefail
@@ -124,6 +125,10 @@ find_python() {
 # interpreters' source builds run these, and the rest of the suite runs on
 # their x86_64 wheels (scripts/wheels.sh); otherwise they run the whole suite.
 mapfile -t SOURCE_ONLY_TESTS < <(grep -v '^#' scripts/source-only-tests.txt)
+# CB3_SKIP_PYPY: no PyPy at all, neither its source build nor its wheel.
+if [[ -n "${CB3_SKIP_PYPY:-}" && -z "${CB3_WHEEL_PYTHONS:-}" ]]; then
+    export CB3_WHEEL_PYTHONS="3.11 3.12 3.13 3.14"
+fi
 SOURCE_ONLY_MODE=""
 if wants_root_step CB3_SKIP_WHEELS; then
     SOURCE_ONLY_MODE="scripts/source-only-tests.txt; the rest runs on its wheel"
