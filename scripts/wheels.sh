@@ -70,7 +70,7 @@ ARM64_RUNS=${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}
 # The test tools of the PyPy wheel's fresh venv (pypy_full_suite), as wheels
 # in the PyPy chroot, made once from the pins of chroot-test.sh's test venv:
 # blake3-py has no PyPy wheel and is built here, with the host's Rust toolchain
-# bind-mounted (pip's cache in the chroot usually has it from that venv).
+# bind-mounted (pip's cache in the chroot has it from that venv: seconds).
 PYPY_DEPS_DIR=/opt/cb3-wheel-deps
 ensure_pypy_wheelhouse() {
     local deps
@@ -97,7 +97,6 @@ if [ -n "${CB3_WHEEL_PREPARE_ONLY:-}" ]; then
     for pair in $ARM64_RUNS; do
         ensure_chroot "${pair#*:}" arm64 "$(arm64_packages "${pair%%:*}")" extract >/dev/null
     done
-    case " ${CB3_WHEEL_PYTHONS:-pypy3.11} " in *" pypy3.11 "*) ensure_pypy_wheelhouse ;; esac
     log "prepared: tools and chroots ($((SECONDS - START)) s)"
     exit 0
 fi
