@@ -26,8 +26,10 @@
 #
 # Interpreters: CPython 3.11, 3.12 and 3.13 from the host (pyenv: python3.X),
 # and, as root, CPython 3.14 from a Debian forky (testing) chroot (mmdebstrap, cached in
-# $CB3_WHEELS_CACHE) -- Debian is the only source of a 3.14 here.
-# PyPy: not built as a wheel (see docs/wheels.md).
+# $CB3_WHEELS_CACHE) -- Debian is the only source of a 3.14 here -- and PyPy 3.11
+# (x86_64 only) in scripts/chroot-test.sh's Debian trixie chroot: the hybrid
+# HPy ABI against PyPy's own hpy.devel, as a source build on PyPy is, tagged
+# pp311-pypy311_pp73-manylinux_2_17_x86_64.
 #
 # Output: $CB3_WHEEL_DIR (default .test/wheels): dist/ (the sdist and the
 # repaired wheels), src/ (the unpacked sdist), build-rows.jsonl (one JSON
@@ -35,7 +37,7 @@
 #
 # Environment:
 #   CB3_WHEEL_DIR      output directory (default <repo>/.test/wheels)
-#   CB3_WHEEL_PYTHONS  versions to build (default "3.11 3.12 3.13 3.14")
+#   CB3_WHEEL_PYTHONS  versions to build (default "3.11 3.12 3.13 3.14 pypy3.11")
 #   CB3_WHEEL_ARCHES   architectures (default "x86_64 aarch64")
 #   CB3_TOOLS_DIR      pinned tools (default ~/.cache/cb3-tools)
 #   CB3_WHEELS_CACHE   cargo target dirs, build venvs, chroots
@@ -46,7 +48,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/wheels-lib.sh
 . "$REPO/scripts/wheels-lib.sh"
 
-PYTHONS=${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14}
+PYTHONS=${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14 pypy3.11}
 ARCHES=${CB3_WHEEL_ARCHES:-x86_64 aarch64}
 ROWS=$OUT/build-rows.jsonl
 START=$SECONDS
@@ -100,11 +102,12 @@ done
 build_wheel() {  # build_wheel VERSION ARCH RUNNER...: RUNNER runs a command with that interpreter's tools
     local version=$1 arch=$2
     shift 2
-    local t0=$SECONDS raw="$OUT/raw/$version-$arch" wheel tag
+    local t0=$SECONDS raw="$OUT/raw/$version-$arch" wheel tag name
+    name=$(label_of "$version")
     rm -rf "$raw" "$SRC/build" && mkdir -p "$raw"
     if ! "$@" >"$OUT/build-$version-$arch.log" 2>&1; then
         tail -40 "$OUT/build-$version-$arch.log" >&2
-        log "FAILED: CPython $version $arch (log: $OUT/build-$version-$arch.log)"
+        log "FAILED: $name $arch (log: $OUT/build-$version-$arch.log)"
         row "$version" "$arch" false "" "" $((SECONDS - t0))
         return 1
     fi
@@ -115,11 +118,11 @@ build_wheel() {  # build_wheel VERSION ARCH RUNNER...: RUNNER runs a command wit
     if ! PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/auditwheel" repair --plat auto -w "$OUT/dist" "$wheel" \
         >"$OUT/auditwheel-$version-$arch.log" 2>&1; then
         cat "$OUT/auditwheel-$version-$arch.log" >&2
-        log "FAILED: auditwheel repair, CPython $version $arch"
+        log "FAILED: auditwheel repair, $name $arch"
         row "$version" "$arch" false "" "" $((SECONDS - t0))
         return 1
     fi
-    wheel=$(ls "$OUT"/dist/cb3-*-cp"${version/./}"-*"$arch".whl)
+    wheel=$(ls "$OUT"/dist/cb3-*-"$(tag_of "$version")"-*"$arch".whl)
     "$TOOLS_VENV/bin/auditwheel" show "$wheel" >"$OUT/auditwheel-show-$version-$arch.log" 2>&1
     tag=$(sed -n 's/.*consistent with the following platform tag:[[:space:]]*"\([^"]*\)".*/\1/p' \
         "$OUT/auditwheel-show-$version-$arch.log" | tr -d '\n')
@@ -127,12 +130,12 @@ build_wheel() {  # build_wheel VERSION ARCH RUNNER...: RUNNER runs a command wit
         sed -n 's/.*following platform tag: *"\([^"]*\)".*/\1/p')
     if [ "$tag" != "manylinux_2_17_$arch" ]; then
         cat "$OUT/auditwheel-show-$version-$arch.log" >&2
-        log "FAILED: CPython $version $arch: auditwheel says $tag, not manylinux_2_17_$arch"
+        log "FAILED: $name $arch: auditwheel says $tag, not manylinux_2_17_$arch"
         row "$version" "$arch" false "$(basename "$wheel")" "$tag" $((SECONDS - t0))
         return 1
     fi
     check_wheel_contents "$wheel"
-    log "CPython $version $arch: $(basename "$wheel") (auditwheel: $tag, $((SECONDS - t0)) s)"
+    log "$name $arch: $(basename "$wheel") (auditwheel: $tag, $((SECONDS - t0)) s)"
     row "$version" "$arch" true "$(basename "$wheel")" "$tag" $((SECONDS - t0))
 }
 
@@ -140,8 +143,9 @@ row() {  # row VERSION ARCH BUILT WHEEL TAG SECONDS
     python3 - "$ROWS" "$@" <<'EOF'
 import json, sys
 path, version, arch, built, wheel, tag, seconds = sys.argv[1:]
+name = f"PyPy {version[4:]}" if version.startswith("pypy") else f"CPython {version}"
 with open(path, "a", encoding="utf-8") as f:
-    f.write(json.dumps({"interpreter": f"CPython {version}", "arch": arch, "built": built == "true",
+    f.write(json.dumps({"interpreter": name, "arch": arch, "built": built == "true",
                         "wheel": wheel, "tag": tag, "build_seconds": int(seconds)}) + "\n")
 EOF
 }
@@ -160,11 +164,18 @@ status=0
 for version in $PYTHONS; do
     for arch in $ARCHES; do
         set_cross_env "$version" "$arch"
-        if [ "$version" = 3.14 ]; then
+        case $version in
+        3.14|pypy3.11)
             if [ "$(id -u)" != 0 ]; then
-                log "skipped: CPython 3.14 wheels need root (a Debian forky (testing) chroot); run as root: sudo bash scripts/build-wheels.sh"
+                log "skipped: $(label_of "$version") wheels need root (a Debian chroot); run as root: sudo bash scripts/build-wheels.sh"
                 continue
-            fi
+            fi ;;
+        esac
+        if [ "$version" = pypy3.11 ] && [ "$arch" != x86_64 ]; then
+            log "skipped: PyPy 3.11 $arch (x86_64 only: docs/wheels.md, \"Not covered\")"
+        elif [ "$version" = pypy3.11 ]; then
+            build_wheel "$version" "$arch" pypy_build "$arch" "${STATICLIB[$arch]}" || status=1
+        elif [ "$version" = 3.14 ]; then
             ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
             build_wheel "$version" "$arch" chroot_build "$PY314_SUITE" amd64 "$version" "$arch" "${STATICLIB[$arch]}" || status=1
         elif find_python "$version" >/dev/null; then

@@ -9,7 +9,9 @@
 #   pypy3.11     PyPy 7.3.19 (Python 3.11) from Debian 13 (trixie), hybrid ABI
 #                against PyPy's own HPy headers (Debian 12's PyPy has HPy 0.0.4
 #                and cannot load HPy 0.9 binaries). Cache $CB3_PYPY_CACHE
-#                (default /var/cache/cb3-pypy).
+#                (default /var/cache/cb3-pypy). scripts/build-wheels.sh and
+#                scripts/wheels.sh build and test PyPy's wheel in this chroot
+#                too, under their own paths (/opt/cb3-build-venv, /opt/cb3-wheel*).
 #   cpython3.14  CPython 3.14 from Debian forky (testing), cpython ABI with
 #                the vendored hpy.devel. Cache $CB3_PY314_CACHE (default
 #                /var/cache/cb3-cpython3.14).

@@ -19,11 +19,11 @@
 #   9. CPython 3.14 (Debian forky chroot) and PyPy 3.11 (Debian trixie chroot):
 #      scripts/chroot-test.sh; root only, skipped with a message otherwise
 #  10. wheels: scripts/wheels.sh builds the sdist and manylinux_2_17 wheels
-#      (x86_64, aarch64; CPython 3.11-3.14) and tests each in a fresh
+#      (x86_64, aarch64; CPython 3.11-3.14; PyPy 3.11 x86_64) and tests each in a fresh
 #      environment without Rust (x86_64: the full suite less
 #      scripts/source-only-tests.txt; aarch64 under qemu, x86 SIMD paths under
 #      qemu-x86_64 -cpu); root only, skipped with a message otherwise
-# When step 10 runs, the source builds of steps 7 and 9 (CPython 3.14) run
+# When step 10 runs, the source builds of steps 7 and 9 run
 # only scripts/source-only-tests.txt: the rest of their suite runs on their
 # wheels. Otherwise (not root, CB3_SKIP_WHEELS) they run the whole suite.
 # Each step prints its time; each pytest run records a row of the README's
@@ -31,6 +31,7 @@
 # the table into README.md).
 # Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1, CB3_SKIP_PY314=1,
 #        CB3_SKIP_PYENV=1, CB3_SKIP_WHEELS=1 skip steps 9, 7-8 and 10;
+#        CB3_SKIP_PYPY also leaves out PyPy's wheel;
 #        PYTHON=python3.12 bash scripts/test.sh: another primary interpreter)
 # Disk: about 8 GB outside the tracked files (README, "Running the tests").
 set -euo pipefail
@@ -124,6 +125,10 @@ find_python() {
 # interpreters' source builds run these, and the rest of the suite runs on
 # their x86_64 wheels (scripts/wheels.sh); otherwise they run the whole suite.
 mapfile -t SOURCE_ONLY_TESTS < <(grep -v '^#' scripts/source-only-tests.txt)
+# CB3_SKIP_PYPY: no PyPy at all, neither its source build nor its wheel.
+if [[ -n "${CB3_SKIP_PYPY:-}" && -z "${CB3_WHEEL_PYTHONS:-}" ]]; then
+    export CB3_WHEEL_PYTHONS="3.11 3.12 3.13 3.14"
+fi
 SOURCE_ONLY_MODE=""
 if wants_root_step CB3_SKIP_WHEELS; then
     SOURCE_ONLY_MODE="scripts/source-only-tests.txt; the rest runs on its wheel"
@@ -411,17 +416,22 @@ run_chroot() {
         env "${@:4}" CB3_STATICLIB="$STATICLIB" CB3_MATRIX_DIR="$MATRIX" bash scripts/chroot-test.sh "$1"
     fi
 }
-# CPython 3.14: like the pyenv interpreters, the source build runs only the
-# source-only tests when the wheel step runs the rest on its wheel.
+# CPython 3.14 and PyPy 3.11: like the pyenv interpreters, the source build
+# runs only the source-only tests when the wheel step runs the rest on its wheel.
 if [[ -n "$SOURCE_ONLY_MODE" ]]; then
     run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot), scripts/source-only-tests.txt" CB3_SKIP_PY314 \
         CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE"
 else
     run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
 fi
-run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
+if [[ -n "$SOURCE_ONLY_MODE" ]]; then
+    run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot), scripts/source-only-tests.txt" CB3_SKIP_PYPY \
+        CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE"
+else
+    run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
+fi
 
-step "wheels: build manylinux_2_17 wheels (x86_64, aarch64) and the sdist, test them without Rust (scripts/wheels.sh)"
+step "wheels: build manylinux_2_17 wheels (x86_64, aarch64; PyPy x86_64) and the sdist, test them without Rust (scripts/wheels.sh)"
 if [[ -n "${CB3_SKIP_WHEELS:-}" ]]; then
     echo "skipped (CB3_SKIP_WHEELS is set)"
 elif [[ -z "$AS_ROOT" ]]; then

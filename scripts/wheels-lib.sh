@@ -24,6 +24,16 @@ ZIG_CACHE=$CACHE/zig-cache
 PY314_SUITE=forky
 PY314_PACKAGES=python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc,g++,libc6-dev,b3sum,pkgconf,binutils-aarch64-linux-gnu
 
+# PyPy 3.11: the chroot of scripts/chroot-test.sh's pypy3.11 profile (Debian trixie,
+# PyPy 7.3.19 with its own HPy), shared with the source-build test step: the
+# wheel steps use their own paths in it (/opt/cb3-build-venv, /opt/cb3-wheel*).
+PYPY_CACHE=${CB3_PYPY_CACHE:-/var/cache/cb3-pypy}
+PYPY_ROOT=$PYPY_CACHE/chroot
+# The wheel tag's interpreter and ABI parts of each interpreter key
+# (3.11 .. 3.14, pypy3.11), and its name in logs and tables.
+tag_of() { case $1 in pypy3.11) echo pp311-pypy311_pp73 ;; *) echo "cp${1/./}-cp${1/./}" ;; esac; }
+label_of() { case $1 in pypy*) echo "PyPy ${1#pypy}" ;; *) echo "CPython $1" ;; esac; }
+
 case "$CACHE" in "$REPO"/*) echo "CB3_WHEELS_CACHE must be outside the repository" >&2; exit 1 ;; esac
 
 # ---- tools ----------------------------------------------------------------------
@@ -136,9 +146,12 @@ set_cross_env() {  # set_cross_env VERSION ARCH [PREFIX: where $CACHE is seen]
     local version=$1 arch=$2 prefix=${3:-$CACHE} zig=${4:-$ZIG}
     CROSS_ENV=(CC="$prefix/bin/zig-cc" LDSHARED="$prefix/bin/zig-cc -shared" CB3_ZIG="$zig"
         CB3_ZIG_TARGET="$arch-linux-gnu.$GLIBC" ZIG_GLOBAL_CACHE_DIR="$prefix/zig-cache")
+    local suffix=".cpython-${version/./}-$arch-linux-gnu.so"
+    # (PyPy's hybrid module is named .hpy0-pypy311-pp73.so on every architecture.)
+    case $version in pypy*) suffix=".pypy$(echo "${version#pypy}" | tr -d .)-pp73-$arch-linux-gnu.so" ;; esac
     if [ "$arch" != x86_64 ]; then
         CROSS_ENV+=(_PYTHON_HOST_PLATFORM="linux-$arch"
-            SETUPTOOLS_EXT_SUFFIX=".cpython-${version/./}-$arch-linux-gnu.so"
+            SETUPTOOLS_EXT_SUFFIX="$suffix"
             PATH="$prefix/bin-$arch:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     fi
 }
@@ -249,13 +262,14 @@ in_root() {
         PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 
-# ensure_chroot_build_venv ROOT VERSION: the chroot's venv with the pinned
-# build tools (/opt/cb3-build-venv), made once.
+# ensure_chroot_build_venv ROOT PYTHON: the chroot's venv (made by its
+# interpreter PYTHON, e.g. python3.14 or pypy3) with the pinned build tools
+# (/opt/cb3-build-venv), made once.
 ensure_chroot_build_venv() {
-    local root=$1 version=$2 venv=/opt/cb3-build-venv
+    local root=$1 python=$2 venv=/opt/cb3-build-venv
     if [ "$(cat "$root$venv/.pins" 2>/dev/null)" != "$BUILD_VENV_PINS" ]; then
         rm -rf "${root:?}$venv"
-        in_root "$root" "" "python$version" -m venv "$venv"
+        in_root "$root" "" "$python" -m venv "$venv"
         # shellcheck disable=SC2086
         in_root "$root" "" "$venv/bin/pip" install -q $BUILD_VENV_PINS
         echo "$BUILD_VENV_PINS" >"$root$venv/.pins"
@@ -268,7 +282,7 @@ ensure_chroot_build_venv() {
 chroot_build() {
     local suite=$1 arch=$2 version=$3 target=$4 staticlib=$5 root venv=/opt/cb3-build-venv
     root=$CACHE/chroot-$suite-$arch-apt
-    ensure_chroot_build_venv "$root" "$version"
+    ensure_chroot_build_venv "$root" "python$version"
     # Debian's pyconfig.h includes <$multiarch/python3.X/pyconfig.h> from the
     # multiarch include directory, which zig (its own libc headers) does not
     # search: a directory holding only that is added. For aarch64 it is the
@@ -283,4 +297,27 @@ chroot_build() {
     in_root "$root" "$SRC:/build/src,$OUT/raw/$version-$target:/build/out,$(dirname "$ZIG"):/opt/zig,$CACHE:/opt/cb3-cache,$(dirname "$staticlib"):/opt/staticlib" \
         "${CROSS_ENV[@]}" CB3_STATICLIB=/opt/staticlib/libcb3.a \
         "$venv/bin/python" -m pip wheel --no-deps --no-build-isolation -w /build/out /build/src
+}
+
+# ensure_pypy_chroot: scripts/chroot-test.sh's PyPy chroot and its test venv
+# (whose pins the wheel's test venv reuses), made if missing. Not rechecked
+# when present: chroot-test.sh holds its cache's lock for a whole test run.
+ensure_pypy_chroot() {
+    if [ ! -f "$PYPY_ROOT/.cb3-chroot-complete" ] || [ ! -f "$PYPY_ROOT/opt/cb3-venv/.cb3-deps" ]; then
+        CB3_CHROOT_PREPARE_ONLY=1 bash "$REPO/scripts/chroot-test.sh" pypy3.11 >&2
+    fi
+}
+
+# pypy_build TARGET_ARCH STATICLIB: the PyPy 3.11 wheel, built in the PyPy
+# chroot by PyPy's setuptools with PyPy's own hpy.devel (hybrid ABI: its
+# HPyContext layout is PyPy's, docs/wheels.md), zig cc for TARGET_ARCH against
+# glibc 2.17, linking STATICLIB; into $OUT/raw/pypy3.11-TARGET_ARCH.
+pypy_build() {
+    local target=$1 staticlib=$2 venv=/opt/cb3-build-venv w=/opt/cb3-wheel
+    ensure_pypy_chroot
+    ensure_chroot_build_venv "$PYPY_ROOT" pypy3
+    set_cross_env pypy3.11 "$target" /opt/cb3-cache /opt/zig/zig
+    in_root "$PYPY_ROOT" "$SRC:$w/src,$OUT/raw/pypy3.11-$target:$w/out,$(dirname "$ZIG"):/opt/zig,$CACHE:/opt/cb3-cache,$(dirname "$staticlib"):/opt/staticlib" \
+        "${CROSS_ENV[@]}" CB3_STATICLIB=/opt/staticlib/libcb3.a \
+        "$venv/bin/python" -m pip wheel --no-deps --no-build-isolation -w "$w/out" "$w/src"
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds cb3's wheels (scripts/build-wheels.sh) and tests each one in a fresh
 # environment of its interpreter, with no Rust toolchain on PATH:
-#   - x86_64, CPython 3.11/3.12/3.13 (host) and 3.14 (Debian forky chroot):
-#     the full test suite from the unpacked sdist, less
-#     scripts/source-only-tests.txt (tests that need a Rust toolchain, and the
-#     memory scans), which scripts/test.sh runs on each interpreter's source build;
+#   - x86_64, CPython 3.11/3.12/3.13 (host), 3.14 (Debian forky chroot) and
+#     PyPy 3.11 (scripts/chroot-test.sh's Debian trixie chroot): the full test
+#     suite from the unpacked sdist, less scripts/source-only-tests.txt (tests
+#     that need a Rust toolchain, and the memory scans), which scripts/test.sh
+#     runs on each interpreter's source build;
 #   - aarch64, CPython 3.11 (bookworm), 3.13 (trixie), 3.14 (forky) in arm64
 #     chroots under qemu-user-static: `python -m cb3` and the known-answer and
 #     cross-check subset ($EMULATED_TESTS), with cb3.simd_backend() == "neon";
@@ -66,6 +67,24 @@ log "host packages ready ($((SECONDS - t0)) s)"
 arm64_packages() { echo "python$1,python$1-venv,dash,coreutils,libstdc++6"; }
 ARM64_RUNS=${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}
 
+# The test tools of the PyPy wheel's fresh venv (pypy_full_suite), as wheels
+# in the PyPy chroot, made once from the pins of chroot-test.sh's test venv:
+# blake3-py has no PyPy wheel and is built here, with the host's Rust toolchain
+# bind-mounted (pip's cache in the chroot has it from that venv: seconds).
+PYPY_DEPS_DIR=/opt/cb3-wheel-deps
+ensure_pypy_wheelhouse() {
+    local deps
+    ensure_pypy_chroot
+    deps=$(cat "$PYPY_ROOT/opt/cb3-venv/.cb3-deps")
+    [ "$(cat "$PYPY_ROOT$PYPY_DEPS_DIR/.deps" 2>/dev/null)" != "$deps" ] || return 0
+    rm -rf "${PYPY_ROOT:?}$PYPY_DEPS_DIR" "$PYPY_ROOT$PYPY_DEPS_DIR.partial"
+    # shellcheck disable=SC2086  # the pins, one word each
+    in_root "$PYPY_ROOT" "${CARGO_HOME:-$HOME/.cargo}:/opt/host-cargo,${RUSTUP_HOME:-$HOME/.rustup}:/opt/host-rustup" \
+        env PATH="/opt/host-cargo/bin:$NO_RUST_PATH" CARGO_HOME=/opt/host-cargo RUSTUP_HOME=/opt/host-rustup \
+        /opt/cb3-venv/bin/pip wheel -q --only-binary cryptography -w "$PYPY_DEPS_DIR.partial" $deps
+    echo "$deps" >"$PYPY_ROOT$PYPY_DEPS_DIR.partial/.deps"
+    mv "$PYPY_ROOT$PYPY_DEPS_DIR.partial" "$PYPY_ROOT$PYPY_DEPS_DIR"
+}
 # CB3_WHEEL_PREPARE_ONLY=1: only fetch and make what the build and the tests
 # need (pinned tools, Rust targets, the Debian chroots), nothing built or
 # tested; scripts/test.sh runs this early, in the background (mostly network).
@@ -74,7 +93,7 @@ if [ -n "${CB3_WHEEL_PREPARE_ONLY:-}" ]; then
     for arch in ${CB3_WHEEL_ARCHES:-x86_64 aarch64}; do ensure_rust_target "$arch"; done
     log "tools ready ($((SECONDS - START)) s)"
     ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
-    ensure_chroot_build_venv "$CACHE/chroot-$PY314_SUITE-amd64-apt" 3.14
+    ensure_chroot_build_venv "$CACHE/chroot-$PY314_SUITE-amd64-apt" python3.14
     for pair in $ARM64_RUNS; do
         ensure_chroot "${pair#*:}" arm64 "$(arm64_packages "${pair%%:*}")" extract >/dev/null
     done
@@ -113,8 +132,8 @@ record_row() {
 MATRIX=${CB3_MATRIX_DIR:-$REPO/.test/matrix}
 DESCRIBE=$REPO/scripts/matrix.py  # in the chroots: /build/scripts/matrix.py
 
-wheel_for() {  # wheel_for VERSION ARCH
-    ls "$OUT"/dist/cb3-*-cp"${1/./}"-cp"${1/./}"-*"$2".whl 2>/dev/null | head -1
+wheel_for() {  # wheel_for VERSION ARCH (VERSION: 3.11 .. 3.14, pypy3.11)
+    ls "$OUT"/dist/cb3-*-"$(tag_of "$1")"-*"$2".whl 2>/dev/null | head -1
 }
 
 # ---- aarch64 in arm64 chroots under qemu ------------------------------------------------
@@ -224,9 +243,45 @@ chroot_full_suite() {  # chroot_full_suite VERSION SUITE
         "full suite less the Rust-toolchain and memory-scan tests" "$wheel" $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml"
 }
 
+# PyPy 3.11: its x86_64 wheel, tested as CPython 3.14's is, in
+# scripts/chroot-test.sh's PyPy chroot (Debian trixie, PyPy 7.3.19), which has
+# gcc, g++, b3sum and pkgconf for the C API tests but no Rust. The fresh venv
+# gets the test tools of that chroot's test venv (chroot-test.sh's pins) from
+# the wheelhouse of ensure_pypy_wheelhouse (above); cb3 itself only from its
+# wheel (--no-index --only-binary: nothing is compiled).
+pypy_full_suite() {
+    local wheel root=$PYPY_ROOT venv=/opt/cb3-wheel-test w=/opt/cb3-wheel t0=$SECONDS rc=0 deps binds
+    wheel=$(wheel_for pypy3.11 x86_64)
+    [ -n "$wheel" ] || { log "PyPy 3.11 x86_64: no wheel to test"; status=1; return; }
+    ensure_pypy_wheelhouse
+    deps=$(cat "$root$PYPY_DEPS_DIR/.deps")
+    rm -rf "${root:?}$venv" "$OUT/junit/pypy3.11-x86_64.xml" "$OUT/tmp-pypy" && mkdir -p "$OUT/junit" "$OUT/tmp-pypy"
+    binds="$SRC:$w/src,$OUT/junit:$w/junit,$(dirname "$wheel"):$w/dist,$OUT/tmp-pypy:$w/tmp,$REPO/scripts:$w/scripts"
+    in_root "$root" "" pypy3 -m venv "$venv"
+    # shellcheck disable=SC2086
+    in_root "$root" "" "$venv/bin/pip" install -q --no-index --find-links "$PYPY_DEPS_DIR" $deps
+    in_root "$root" "$binds" "$venv/bin/pip" install -q --no-deps --no-index --only-binary :all: "$w/dist/$(basename "$wheel")"
+    if in_root "$root" "" sh -c 'command -v cargo || command -v rustc'; then
+        log "error: a Rust toolchain is reachable in the PyPy chroot"; status=1; return
+    fi
+    in_root "$root" "" sh -c "cd /tmp && $venv/bin/python -P -m cb3" >"$OUT/selfcheck-pypy3.11-x86_64.log" 2>&1 ||
+        { cat "$OUT/selfcheck-pypy3.11-x86_64.log" >&2; status=1; }
+    in_root "$root" "$binds" env TMPDIR=$w/tmp sh -c 'cd "$0" && exec "$@"' "$w/src" \
+        "$venv/bin/pytest" tests -q -p no:cacheprovider "${WHEEL_DESELECT[@]}" --junitxml="$w/junit/pypy3.11-x86_64.xml" \
+        >"$OUT/pytest-pypy3.11-x86_64.log" 2>&1 || rc=$?
+    tail -3 "$OUT/pytest-pypy3.11-x86_64.log" >&2
+    [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-pypy3.11-x86_64.log" | head -20 >&2; status=1; }
+    record_row "$(in_root "$root" "$binds" sh -c "cd /tmp && $venv/bin/python -P $w/scripts/matrix.py describe")" \
+        "Debian trixie chroot, fresh venv" "full suite less the Rust-toolchain and memory-scan tests" "$wheel" \
+        $((SECONDS - t0)) "$OUT/junit/pypy3.11-x86_64.xml"
+}
+
 has_part x86 || CB3_WHEEL_X86_TESTS=""
-for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14}}; do
-    if [ "$version" = 3.14 ]; then
+for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14 pypy3.11}}; do
+    if [ "$version" = pypy3.11 ]; then
+        pypy_full_suite
+        continue
+    elif [ "$version" = 3.14 ]; then
         chroot_full_suite 3.14 "$PY314_SUITE"
         continue
     fi
