@@ -7,8 +7,7 @@
 //! success; no panic crosses the boundary; the hot paths do not allocate.
 #![allow(non_camel_case_types)]
 // Every unsafe operation sits in its own `unsafe` block with a `SAFETY:`
-// comment, also inside `unsafe fn`s. The modules still marked below predate
-// the rule and keep the old default until they are converted.
+// comment, also inside `unsafe fn`s.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod aead;
