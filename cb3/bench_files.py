@@ -265,8 +265,13 @@ def run(file_size: int, sparse_size: int, rounds: int, directory: str) -> str:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def main(file_size: str = "256M", sparse_size: str = "2G", rounds: int = 3, directory: str | None = None) -> int:
+def rows(file_size: str = "256M", sparse_size: str = "2G", rounds: int = 3, directory: str | None = None) -> str:
+    """The file rows, measured (sizes as on the command line, e.g. "256M")."""
     if directory is None:
         directory = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    print(run(_size(file_size), _size(sparse_size), rounds, directory))
+    return run(_size(file_size), _size(sparse_size), rounds, directory)
+
+
+def main(file_size: str = "256M", sparse_size: str = "2G", rounds: int = 3, directory: str | None = None) -> int:
+    print(rows(file_size, sparse_size, rounds, directory))
     return 0
