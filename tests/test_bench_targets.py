@@ -6,6 +6,8 @@ docs/performance.md. The test runs the command on a copy (a smoke run with
 import re
 from pathlib import Path
 
+import pytest
+
 from cb3 import bench
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
@@ -66,6 +68,7 @@ def test_the_stream_format_doc_has_one_generated_files_section():
     assert text.index(bench.BEGIN_FILES) < text.index(bench.END_FILES)
 
 
+@pytest.mark.threads  # the file rows run 2 threads: deselected under HPy debug mode only (pyproject.toml)
 def test_files_markdown_rewrites_only_its_section(tmp_path):
     doc = tmp_path / "stream-format.md"
     argv = ["--files-markdown", str(doc), "--file-size", "1M", "--sparse-size", "0", "--rounds", "1"]

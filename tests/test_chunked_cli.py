@@ -40,6 +40,7 @@ def key_file(tmp_path: Path) -> str:
     return str(path)
 
 
+@pytest.mark.threads  # --threads 2: deselected under HPy debug mode only (pyproject.toml)
 def test_round_trip_paths_and_env(tmp_path: Path, key_file: str) -> None:
     src, enc, dec = tmp_path / "in", tmp_path / "in.cb3", tmp_path / "out"
     data = os.urandom(300_000)
@@ -239,6 +240,7 @@ def test_sparse_file_round_trip_in_bounded_memory(tmp_path: Path, key_file: str)
     )
 
 
+@pytest.mark.threads  # --threads 2: deselected under HPy debug mode only (pyproject.toml)
 def test_threads_between_regular_files(tmp_path: Path, key_file: str) -> None:
     """--threads 2 between regular files (the pread/pwrite pipeline, also for
     stdout redirected to a file): the same bytes, and a chunk that fails in a

@@ -28,7 +28,12 @@ TAG = 32
 HEADER = 27
 BATCH = chunked.BATCH_BYTES_PER_THREAD  # plaintext bytes per batch and thread
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "preadv"), reason="no os.preadv: the streaming paths only")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "preadv"), reason="no os.preadv: the streaming paths only"),
+    # Every test here has several threads in cb3 at once: deselected under HPy
+    # debug mode only (see the marker in pyproject.toml).
+    pytest.mark.threads,
+]
 
 
 @pytest.fixture
