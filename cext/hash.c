@@ -398,7 +398,7 @@ static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames,
     if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
     int n_inputs = mode == MODE_HASH ? 1 : 2;
-    size_t length;
+    size_t length = 0; /* length_arg sets it; GCC 15 cannot see that (-Wmaybe-uninitialized) */
     if (length_arg(ctx, arg[n_inputs], &one_shot_length, (size_t)PY_SSIZE_T_MAX, &length) < 0)
         return HPy_NULL;
     const cb3_buffer *key = NULL;
