@@ -1172,6 +1172,7 @@ def _encrypt_at_offsets(writer: EncryptingWriter, source: Source, sink: Source, 
     size = max(0, os.fstat(src_fd).st_size - in_start)
     count = max(1, -(-size // capacity))
     final = size - (count - 1) * capacity
+    final_chunks = max(1, -(-final // size_c))  # an empty final batch is still one (empty, final) chunk
     chunked, first = writer._chunked, writer._index
 
     def job(batch: int, plain: memoryview, out: memoryview) -> int:
@@ -1188,10 +1189,9 @@ def _encrypt_at_offsets(writer: EncryptingWriter, source: Source, sink: Source, 
     pipeline = _OffsetPipeline(workers, count, capacity + 1, sealed, job)
     total = pipeline.run_checked(progress, (src_fd, in_start, size), (sink, dst_fd),
                                  lambda batch, _: out_start + batch * sealed)
-    end = out_start + (count - 1) * sealed + final + max(1, -(-final // size_c)) * TAG_SIZE
-    sink.seek(end)
+    sink.seek(out_start + (count - 1) * sealed + final + final_chunks * TAG_SIZE)
     source.seek(in_start + size)
-    writer._index += (count - 1) * per_batch + max(1, -(-final // size_c))
+    writer._index += (count - 1) * per_batch + final_chunks
     return total
 
 
