@@ -12,10 +12,7 @@
 # Usage: CB3_PYTHON=<python with cb3 installed> [CB3_TEST_DIR=.test] bash scripts/asv-check.sh
 # Writes only under $CB3_TEST_DIR/asv (and ~/.cache/pip); root installs the
 # Debian packages it needs (chromium and the web libraries asv's pages load).
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 WORK="${CB3_TEST_DIR:-$ROOT/.test}"
 PY="${CB3_PYTHON:-$WORK/venv/bin/python}"
 OUT="$WORK/asv"

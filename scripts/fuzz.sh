@@ -23,10 +23,7 @@
 # .test/venv/bin/python), CB3_FUZZ_DIR (work dir: corpora, logs,
 # artifacts; default .test/fuzz), CB3_TOOLS_DIR (cargo-fuzz and its build
 # cache; default ~/.cache/cb3-tools).
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 DURATION="${DURATION:-20}"
 WORK="${CB3_FUZZ_DIR:-$ROOT/.test/fuzz}"
 TOOLS="${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}"

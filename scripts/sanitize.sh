@@ -23,10 +23,7 @@
 # for valgrind; default $CB3_TEST_DIR/venv/bin/python), PYTHON (the
 # interpreter for the ASan venv; default python3.11), CB3_SANITIZE_STEPS
 # (default "c asan valgrind").
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 WORK="${CB3_TEST_DIR:-$ROOT/.test}"
 PY="${CB3_PYTHON:-$WORK/venv/bin/python}"
 PYTHON="${PYTHON:-python3.11}"

@@ -15,10 +15,7 @@
 #      `pip install --no-build-isolation .`, and calls it.
 # Usage: CB3_PYTHON=.test/venv/bin/python bash scripts/sdist-check.sh
 # Writes only under $CB3_TEST_DIR (default .test/sdist); the checkout stays clean.
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 PY="${CB3_PYTHON:?CB3_PYTHON: a python with the test requirements (scripts/test.sh sets it)}"
 BASE="${PYTHON:-python3.11}"
 WORK="${CB3_TEST_DIR:-$ROOT/.test}/sdist"

@@ -34,10 +34,7 @@
 #        CB3_SKIP_PYPY also leaves out PyPy's wheel;
 #        PYTHON=python3.12 bash scripts/test.sh: another primary interpreter)
 # Disk: about 8 GB outside the tracked files (README, "Running the tests").
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 WORK="${CB3_TEST_DIR:-$ROOT/.test}"
 TOOLS="${CB3_TOOLS_DIR:-$HOME/.cache/cb3-tools}"
 CBINDGEN_VERSION=0.29.4
@@ -403,9 +400,16 @@ if [[ -z "${CB3_SKIP_PYENV:-}" ]]; then
     fi
 fi
 
-# run_chroot PROFILE NAME SKIP_VAR [ENV...]: scripts/chroot-test.sh as root, else a message
+# run_chroot PROFILE NAME SKIP_VAR: scripts/chroot-test.sh as root, else a
+# message. Like the pyenv interpreters, the source build runs only the
+# source-only tests when the wheel step runs the rest on its wheel.
 run_chroot() {
-    step "$2 (scripts/chroot-test.sh $1)"
+    local name=$2 env=()
+    if [[ -n "$SOURCE_ONLY_MODE" ]]; then
+        name+=", scripts/source-only-tests.txt"
+        env=(CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE")
+    fi
+    step "$name (scripts/chroot-test.sh $1)"
     if [[ -n "${!3:-}" ]]; then
         echo "skipped ($3 is set)"
     elif [[ -z "$AS_ROOT" ]]; then
@@ -413,23 +417,11 @@ run_chroot() {
     else
         # No wait for the root lane: chroot-test.sh's lock on its cache waits
         # for the lane's preparation of this chroot.
-        env "${@:4}" CB3_STATICLIB="$STATICLIB" CB3_MATRIX_DIR="$MATRIX" bash scripts/chroot-test.sh "$1"
+        env "${env[@]}" CB3_STATICLIB="$STATICLIB" CB3_MATRIX_DIR="$MATRIX" bash scripts/chroot-test.sh "$1"
     fi
 }
-# CPython 3.14 and PyPy 3.11: like the pyenv interpreters, the source build
-# runs only the source-only tests when the wheel step runs the rest on its wheel.
-if [[ -n "$SOURCE_ONLY_MODE" ]]; then
-    run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot), scripts/source-only-tests.txt" CB3_SKIP_PY314 \
-        CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE"
-else
-    run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
-fi
-if [[ -n "$SOURCE_ONLY_MODE" ]]; then
-    run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot), scripts/source-only-tests.txt" CB3_SKIP_PYPY \
-        CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE"
-else
-    run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
-fi
+run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
+run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
 
 step "wheels: build manylinux_2_17 wheels (x86_64, aarch64; PyPy x86_64) and the sdist, test them without Rust (scripts/wheels.sh)"
 if [[ -n "${CB3_SKIP_WHEELS:-}" ]]; then

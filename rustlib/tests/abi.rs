@@ -1,9 +1,12 @@
 //! The C ABI checked against the `chacha20-blake3` crate's own Rust API.
 
+mod common;
+
 use std::ptr;
 
 use cb3::aead::*;
 use cb3::cb3_result;
+use common::bytes;
 use cb3::stream::*;
 use chacha20_blake3::ChaCha20Blake3;
 
@@ -17,18 +20,6 @@ const VECTORS: [(&str, &str, &str, &str, &str); 3] = [
      "444d593bb2dea9ecde9cd3839d166141de70481340ce30739b3f0f28b059d63232324ace49e8a19729ac5110a093fba10acaeed93099dea1a9c20463a278c3a7"),
 ];
 
-/// Deterministic test bytes (xorshift), so failures reproduce.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
 
 struct Aead(*mut cb3_aead);
 impl Aead {

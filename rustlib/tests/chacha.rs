@@ -3,24 +3,16 @@
 //! (RFC 8439 section 2.3), which also covers the layouts the crate has no
 //! type for (8-byte nonce with 12 or 8 rounds).
 
+mod common;
+
 use std::ptr;
 
 use cb3::cb3_result;
+use common::bytes;
 use cb3::chacha20::*;
 use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use chacha20::{ChaCha12, ChaCha20, ChaCha20Legacy, ChaCha8, XChaCha12, XChaCha20, XChaCha8};
 
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
 
 // ---- a scalar reference ----
 

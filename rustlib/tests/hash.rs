@@ -1,22 +1,13 @@
 //! The `cb3_blake3_*` C ABI checked against the `blake3` crate's own API.
 
+mod common;
+
 use std::ptr;
 
 use cb3::cb3_result;
+use common::bytes;
 use cb3::hash::*;
 
-/// Deterministic test bytes (xorshift), so failures reproduce.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
 
 const CONTEXT: &str = "cb3 2025 rustlib/tests/hash.rs context";
 
