@@ -10,7 +10,6 @@ with the parsed arguments, returns the exit status) with
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 from collections.abc import Callable, Sequence
@@ -110,14 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return 0 if status is None else status
     except BrokenPipeError:
-        # The reader went away (`python -m cb3 | head`): stop quietly; point
-        # stdout at /dev/null so that the flush at exit does not complain again.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):  # no real file descriptor (e.g. captured)
-            pass
-        return 1
+        return cli_files.stdout_went_away()
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol, cast
 
 from . import __version__
+from .cli_files import stdout_went_away
 from .hash import blake3
 
 __all__ = ["main", "PROGRESS_MIN_SIZE"]
@@ -389,14 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # reports for a command killed by SIGINT, as upstream b3sum is.
         return 130
     except BrokenPipeError:
-        # The reader went away (e.g. `| head`): stop quietly, and keep the
-        # interpreter from complaining again when it flushes stdout at exit.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):  # no real file descriptor (e.g. captured)
-            pass
-        return 1
+        return stdout_went_away()
 
 
 def _run(base: blake3, files: list[str], length: int, args: argparse.Namespace) -> int:

@@ -42,6 +42,18 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 PROGRESS_MIN_SIZE = 64 * 1024 * 1024
 
 
+def stdout_went_away() -> int:
+    """What a command does when its reader goes away (`python -m cb3 | head`):
+    stop quietly, with stdout pointed at /dev/null so that the interpreter's
+    flush at exit does not complain again. Returns the exit status, 1."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (e.g. captured)
+        pass
+    return 1
+
+
 class UsageError(Exception):
     pass
 

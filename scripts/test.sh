@@ -400,6 +400,19 @@ if [[ -z "${CB3_SKIP_PYENV:-}" ]]; then
     fi
 fi
 
+# root_step_runs SKIP_VAR NEEDS SCRIPT: true when a step that needs root
+# should run here; otherwise says why it is skipped.
+root_step_runs() {
+    if [[ -n "${!1:-}" ]]; then
+        echo "skipped ($1 is set)"
+    elif [[ -z "$AS_ROOT" ]]; then
+        echo "skipped: needs root ($2); run: sudo bash $3"
+    else
+        return 0
+    fi
+    return 1
+}
+
 # run_chroot PROFILE NAME SKIP_VAR: scripts/chroot-test.sh as root, else a
 # message. Like the pyenv interpreters, the source build runs only the
 # source-only tests when the wheel step runs the rest on its wheel.
@@ -410,13 +423,9 @@ run_chroot() {
         env=(CB3_CHROOT_TESTS="${SOURCE_ONLY_TESTS[*]}" CB3_MATRIX_MODE="$SOURCE_ONLY_MODE")
     fi
     step "$name (scripts/chroot-test.sh $1)"
-    if [[ -n "${!3:-}" ]]; then
-        echo "skipped ($3 is set)"
-    elif [[ -z "$AS_ROOT" ]]; then
-        echo "skipped: needs root (mmdebstrap, chroot, unshare); run: sudo bash scripts/chroot-test.sh $1"
-    else
-        # No wait for the root lane: chroot-test.sh's lock on its cache waits
-        # for the lane's preparation of this chroot.
+    # No wait for the root lane: chroot-test.sh's lock on its cache waits
+    # for the lane's preparation of this chroot.
+    if root_step_runs "$3" "mmdebstrap, chroot, unshare" "scripts/chroot-test.sh $1"; then
         env "${env[@]}" CB3_STATICLIB="$STATICLIB" CB3_MATRIX_DIR="$MATRIX" bash scripts/chroot-test.sh "$1"
     fi
 }
@@ -424,11 +433,7 @@ run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
 run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
 
 step "wheels: build manylinux_2_17 wheels (x86_64, aarch64; PyPy x86_64) and the sdist, test them without Rust (scripts/wheels.sh)"
-if [[ -n "${CB3_SKIP_WHEELS:-}" ]]; then
-    echo "skipped (CB3_SKIP_WHEELS is set)"
-elif [[ -z "$AS_ROOT" ]]; then
-    echo "skipped: needs root (Debian chroots, qemu-user binfmt_misc); run: sudo bash scripts/wheels.sh"
-else
+if root_step_runs CB3_SKIP_WHEELS "Debian chroots, qemu-user binfmt_misc" scripts/wheels.sh; then
     wait_lane root || true
     # Built, and the aarch64 wheels tested, by the background lane; if any
     # wheel failed to build there, wheels.sh builds again (and says why) and

@@ -22,6 +22,19 @@ NONCE = bytes(range(10, 34))
 AAD = b"leak-check header"
 
 
+def expect(exc: type[BaseException], fn: Callable[[], Any]) -> Callable[[], None]:
+    """A call for the mixed workloads below that must raise `exc`."""
+
+    def run() -> None:
+        try:
+            fn()
+        except exc:
+            return
+        raise AssertionError("no exception")  # pragma: no cover
+
+    return run
+
+
 def _mixed_operations() -> list[Callable[[], Any]]:
     """A fixed set of calls: successes and every kind of failure."""
     c = cb3.ChaCha20Blake3(KEY)
@@ -36,16 +49,6 @@ def _mixed_operations() -> list[Callable[[], Any]]:
     in_place = bytearray(small)
     arr = np.zeros(len(big) + 32, dtype=np.uint8)
     view = memoryview(bytearray(sealed_big))
-
-    def expect(exc: type[BaseException], fn: Callable[[], Any]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                fn()
-            except exc:
-                return
-            raise AssertionError("no exception")  # pragma: no cover
-
-        return run
 
     def stream_round() -> None:
         s = cb3.Stream(KEY, NONCE)
@@ -267,16 +270,6 @@ def _random_size_operations(seed: int) -> list[Callable[[], Any]]:
     sizes = [rng.choice([0, 1, 31, 32, 33, 64, 100, 255, 511, 512, 513, 1000, 2047, 2048, 4096]) for _ in range(40)]
     sizes += [rng.randrange(0, 70_000) for _ in range(4)]
     ops: list[Callable[[], Any]] = []
-
-    def expect(exc: type[BaseException], fn: Callable[[], Any]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                fn()
-            except exc:
-                return
-            raise AssertionError("no exception")  # pragma: no cover
-
-        return run
 
     for size in sizes:
         pt = rng.randbytes(size)

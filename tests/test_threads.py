@@ -30,6 +30,16 @@ KEY = bytes(range(90, 122))
 NONCE = bytes(range(30, 54))
 
 
+def _run_threads(worker: Callable[[int], None], count: int) -> None:
+    """Runs worker(0) .. worker(count - 1) in threads and waits for them."""
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(count)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+
+
 def test_shared_cipher_eight_threads() -> None:
     cipher = cb3.ChaCha20Blake3(KEY)
     errors: list[BaseException] = []
@@ -77,11 +87,7 @@ def test_shared_cipher_eight_threads() -> None:
         except BaseException as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    _run_threads(worker, 8)
     assert not errors, errors[0]
     assert done == [150] * 8
 
@@ -365,10 +371,5 @@ def test_shared_max_threads_cipher_from_four_threads() -> None:
         except BaseException as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
-    assert not any(th.is_alive() for th in threads), "a thread hung"
+    _run_threads(worker, 4)
     assert not errors, errors[0]

@@ -12,15 +12,8 @@ mod common;
 
 use cb3::errors::cb3_result;
 use cb3::stream::*;
-use common::{crate_cipher, parse};
+use common::{crate_cipher, nonce_for, parse};
 use libfuzzer_sys::fuzz_target;
-
-fn nonce_for(nonce: &[u8; 24], index: u64) -> [u8; 24] {
-    let mut out = *nonce;
-    let base = u64::from_le_bytes(nonce[16..].try_into().unwrap());
-    out[16..].copy_from_slice(&base.wrapping_add(index).to_le_bytes());
-    out
-}
 
 fuzz_target!(|data: &[u8]| {
     let mut input = parse(data);

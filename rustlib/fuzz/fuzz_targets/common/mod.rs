@@ -140,3 +140,12 @@ fn repeat(body: &[u8], len: usize) -> Vec<u8> {
     let pattern: &[u8] = if body.is_empty() { &[0x5a] } else { body };
     pattern.iter().copied().cycle().take(len).collect()
 }
+
+/// The nonce of message `index` of a `cb3_stream` started at `nonce`: its
+/// last 8 bytes, little-endian, plus `index` (wrapping), as the crate counts.
+pub fn nonce_for(nonce: &[u8; 24], index: u64) -> [u8; 24] {
+    let mut out = *nonce;
+    let base = u64::from_le_bytes(nonce[16..].try_into().unwrap());
+    out[16..].copy_from_slice(&base.wrapping_add(index).to_le_bytes());
+    out
+}
