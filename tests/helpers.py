@@ -28,6 +28,17 @@ def seeded(seed: int) -> random.Random:
     return random.Random(seed)
 
 
+def run_threads(workers: list[Callable[[], Any]]) -> None:
+    """Starts one thread per worker, all at once, and waits for them (two
+    minutes at most: a thread still running then has hung)."""
+    threads = [threading.Thread(target=worker) for worker in workers]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+
+
 _PATTERN = bytes((i * 151 + 89) & 0xFF for i in range(256))
 
 

@@ -19,7 +19,7 @@ import numpy
 import pytest
 
 import cb3
-from helpers import assert_gil_released
+from helpers import assert_gil_released, run_threads
 from cb3.chacha20 import ChaCha20, KeystreamExhaustedError, hchacha20
 # The peers (pyca/cryptography, pycryptodome) are imported by the tests that
 # compare with them, never at module level: the known-answer tests must run
@@ -549,11 +549,7 @@ def test_shared_between_threads():
             with lock:
                 outputs.append(out)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads([work] * 4)
     whole = ChaCha20(key, nonce).update(bytes(32 * size))
     pieces = {whole[i : i + size] for i in range(0, len(whole), size)}
     assert set(outputs) == pieces and len(outputs) == 32

@@ -17,14 +17,13 @@ import json
 import os
 import random
 import sys
-import threading
 from pathlib import Path
 
 import numpy
 import pytest
 
 import cb3
-from helpers import assert_gil_released
+from helpers import assert_gil_released, run_threads
 from cb3 import blake3
 
 
@@ -493,11 +492,7 @@ def test_shared_between_threads(reference):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads([work] * 4)
     assert not errors
     assert hasher.digest() == reference.blake3(piece * 20).digest()
 

@@ -14,6 +14,7 @@ import pytest
 
 import cb3
 from cb3 import selftest
+from helpers import run_threads
 
 KEY = bytes(range(32))
 NONCE = bytes(range(100, 124))
@@ -173,11 +174,7 @@ def test_threads_share_a_cipher():
         for _ in range(5):
             results.append(cipher.encrypt(NONCE, data) == expected)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads([work] * 4)
     assert results == [True] * 20
 
 

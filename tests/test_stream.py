@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 
 import cb3
 import reference
-from helpers import seeded
+from helpers import run_threads, seeded
 
 KEY = bytes(range(7, 39))
 NONCE = bytes(range(24))
@@ -267,11 +268,7 @@ def test_shared_stream_never_reuses_a_nonce() -> None:
         except BaseException as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(threads_n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_threads([functools.partial(worker, t) for t in range(threads_n)])
     assert not errors
     assert stream.message_index == total
 
@@ -330,11 +327,7 @@ def test_shared_receiver_threads_decrypt_in_order() -> None:
         except BaseException as e:  # pragma: no cover
             errors.append(e)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_threads([worker] * 4)
     assert not errors
     assert sorted(accepted) == list(range(total))
     assert receiver.message_index == total

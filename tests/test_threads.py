@@ -3,6 +3,7 @@ overlapping calls, never by timing), and the bytearray export lock."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import platform
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 import cb3
 import reference
-from helpers import seeded
+from helpers import run_threads, seeded
 
 # Every test here runs cb3 from several threads (see the "threads" marker).
 pytestmark = pytest.mark.threads
@@ -28,16 +29,6 @@ BORROWS_BYTEARRAY = {"encrypt_into", "encrypt_in_place"}  # _calls() methods wri
 
 KEY = bytes(range(90, 122))
 NONCE = bytes(range(30, 54))
-
-
-def _run_threads(worker: Callable[[int], None], count: int) -> None:
-    """Runs worker(0) .. worker(count - 1) in threads and waits for them."""
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(count)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
-    assert not any(th.is_alive() for th in threads), "a thread hung"
 
 
 def test_shared_cipher_eight_threads() -> None:
@@ -87,7 +78,7 @@ def test_shared_cipher_eight_threads() -> None:
         except BaseException as e:  # reported below
             errors.append(e)
 
-    _run_threads(worker, 8)
+    run_threads([functools.partial(worker, t) for t in range(8)])
     assert not errors, errors[0]
     assert done == [150] * 8
 
@@ -371,5 +362,5 @@ def test_shared_max_threads_cipher_from_four_threads() -> None:
         except BaseException as e:  # reported below
             errors.append(e)
 
-    _run_threads(worker, 4)
+    run_threads([functools.partial(worker, t) for t in range(4)])
     assert not errors, errors[0]
