@@ -922,6 +922,34 @@ unsafe fn aead_ref<'a>(ptr: *const cb3_aead) -> Cb3Result<&'a cb3_aead> {
     unsafe { crate::object::get(ptr) }
 }
 
+/// The cipher and the nonce that every exported AEAD call starts with,
+/// checked in that order, and the nonce's `Raw` view for the overlap checks.
+///
+/// # Safety
+/// `aead` is NULL or came from `cb3_aead_new`; `nonce` is NULL or valid for
+/// `nonce_len` bytes.
+unsafe fn cipher_and_nonce<'a>(
+    aead: *const cb3_aead,
+    nonce: *const u8,
+    nonce_len: usize,
+) -> Cb3Result<(&'a cb3_aead, &'a [u8; 24], Raw)> {
+    // SAFETY: the caller's contract.
+    let aead = unsafe { aead_ref(aead) }?;
+    // SAFETY: the caller's contract.
+    let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
+    Ok((aead, nonce, Raw::new(nonce.as_ptr(), 24)?))
+}
+
+/// A decryption's tag, exactly `CB3_TAG_SIZE` bytes, and its `Raw` view.
+///
+/// # Safety
+/// `tag` is NULL or valid for `tag_len` bytes.
+unsafe fn tag_arg<'a>(tag: *const u8, tag_len: usize) -> Cb3Result<(&'a [u8; 32], Raw)> {
+    // SAFETY: the caller's contract.
+    let tag = unsafe { fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength) }?;
+    Ok((tag, Raw::new(tag.as_ptr(), 32)?))
+}
+
 /// Creates a cipher object holding a copy of `key`.
 ///
 /// - `key`, `key_len`: the secret key, exactly `CB3_KEY_SIZE` (32) bytes.
@@ -1024,11 +1052,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
     out_n: *mut usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `aead` is NULL or a cipher pointer.
-        let aead = unsafe { aead_ref(aead) }?;
-        // SAFETY: the C caller's contract: `nonce` valid for `nonce_len` bytes.
-        unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        let nonce = Raw::new(nonce, nonce_len)?;
+        // SAFETY: the C caller's contract (see cipher_and_nonce).
+        let (aead, _, nonce) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let (plaintext, aad) = (Raw::new(plaintext, plaintext_len)?, Raw::new(aad, aad_len)?);
         // SAFETY: the C caller's contract: every pointer is valid for its
         // length (`out` for `out_len` writable bytes).
@@ -1110,11 +1135,8 @@ unsafe fn decrypt_combined(
     output: Output,
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `aead` is NULL or a cipher pointer.
-        let aead = unsafe { aead_ref(aead) }?;
-        // SAFETY: the C caller's contract: `nonce` valid for `nonce_len` bytes.
-        unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        let nonce = Raw::new(nonce, nonce_len)?;
+        // SAFETY: the C caller's contract (see cipher_and_nonce).
+        let (aead, _, nonce) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let (ciphertext, aad) = (Raw::new(ciphertext, ciphertext_len)?, Raw::new(aad, aad_len)?);
         // SAFETY: the C caller's contract: every pointer is valid for its
         // length (`out` for `out_len` writable bytes).
@@ -1196,11 +1218,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
     tag_out_len: usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `aead` is NULL or a cipher pointer.
-        let aead = unsafe { aead_ref(aead) }?;
-        // SAFETY: the C caller's contract: `nonce` valid for `nonce_len` bytes.
-        let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
+        // SAFETY: the C caller's contract (see cipher_and_nonce).
+        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
         if (ciphertext_out.is_null() && plaintext_len > 0) || tag_out.is_null() {
@@ -1303,14 +1322,10 @@ unsafe fn decrypt_detached(
     output: Output,
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `aead` is NULL or a cipher pointer.
-        let aead = unsafe { aead_ref(aead) }?;
-        // SAFETY: the C caller's contract: `nonce` valid for `nonce_len` bytes.
-        let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
+        // SAFETY: the C caller's contract (see cipher_and_nonce).
+        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         // SAFETY: the C caller's contract: `tag` valid for `tag_len` bytes.
-        let tag = unsafe { fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength) }?;
-        let tag_raw = Raw::new(tag.as_ptr(), 32)?;
+        let (tag, tag_raw) = unsafe { tag_arg(tag, tag_len) }?;
         let data = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
         if plaintext_out.is_null() && ciphertext_len > 0 {
@@ -1361,11 +1376,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
     tag_out_len: usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `aead` is NULL or a cipher pointer.
-        let aead = unsafe { aead_ref(aead) }?;
-        // SAFETY: the C caller's contract: `nonce` valid for `nonce_len` bytes.
-        let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
+        // SAFETY: the C caller's contract (see cipher_and_nonce).
+        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
         if tag_out.is_null() {
@@ -1420,14 +1432,10 @@ pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
     aad_len: usize,
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `aead` is NULL or a cipher pointer.
-        let aead = unsafe { aead_ref(aead) }?;
-        // SAFETY: the C caller's contract: `nonce` valid for `nonce_len` bytes.
-        let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        let nonce_raw = Raw::new(nonce.as_ptr(), 24)?;
+        // SAFETY: the C caller's contract (see cipher_and_nonce).
+        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         // SAFETY: the C caller's contract: `tag` valid for `tag_len` bytes.
-        let tag = unsafe { fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength) }?;
-        let tag_raw = Raw::new(tag.as_ptr(), 32)?;
+        let (tag, tag_raw) = unsafe { tag_arg(tag, tag_len) }?;
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
         disjoint(&buf, &[tag_raw, aad, nonce_raw])?;
