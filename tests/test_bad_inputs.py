@@ -313,22 +313,33 @@ def _with_other_key(method: str) -> Extra:
     return ("wrong-key", apply, cb3.DecryptionError, r"^decryption failed")
 
 
-def _big(method: str) -> Extra:
-    """A forged message above the GIL threshold (the GIL-released path)."""
-    big_sealed = flip(sealed(BIG_PT), len(BIG_PT) // 3)
+def _forged(method: str, plaintext: bytes, position: int) -> Extra:
+    """A message sealed over `plaintext` with one bit flipped at `position`,
+    in the shape that `method` takes it."""
+    forged = flip(sealed(plaintext), position)
 
     def apply(v: Valid) -> None:
-        if method == "decrypt":
-            v.args["data"] = big_sealed
+        if method in ("decrypt", "stream.decrypt"):
+            v.args["data"] = forged
         elif method == "decrypt_into":
-            v.args["data"] = big_sealed
-            v.args["buf"] = bytearray(sentinel(len(BIG_PT)))
+            v.args["data"] = forged
+            v.args["buf"] = bytearray(sentinel(len(plaintext)))
         elif method == "decrypt_detached":
-            v.args["data"], v.args["tag"] = big_sealed[:-32], big_sealed[-32:]
+            v.args["data"], v.args["tag"] = forged[:-32], forged[-32:]
         elif method == "decrypt_in_place":
-            v.args["buf"], v.args["tag"] = bytearray(big_sealed[:-32]), big_sealed[-32:]
+            v.args["buf"], v.args["tag"] = bytearray(forged[:-32]), forged[-32:]
 
-    return ("forged-70000-bytes", apply, cb3.DecryptionError, r"^decryption failed")
+    return (f"forged-{len(plaintext)}-bytes", apply, cb3.DecryptionError, r"^decryption failed")
+
+
+def _big(method: str) -> Extra:
+    """A forged message above the GIL threshold (the GIL-released path)."""
+    return _forged(method, BIG_PT, len(BIG_PT) // 3)
+
+
+def _small(method: str) -> Extra:
+    """The same forgery on a message shorter than one ChaCha run."""
+    return _forged(method, SMALL_PT, 5)
 
 
 def _cipher_method(method: str, args: Callable[[], dict[str, Any]], out_size: int = 0) -> Callable[[], Valid]:
@@ -356,24 +367,6 @@ def _exhausted(method: str) -> Extra:
 
 def _reordered(v: Valid) -> None:
     v.args["data"] = cb3.Stream(KEY, NONCE, message_index=1).encrypt(PT, AAD)  # message 1 at index 0
-
-
-def _small(method: str) -> Extra:
-    """The same forgery on a message shorter than one ChaCha run."""
-    small_sealed = flip(sealed(SMALL_PT), 5)
-
-    def apply(v: Valid) -> None:
-        if method in ("decrypt", "stream.decrypt"):
-            v.args["data"] = small_sealed
-        elif method == "decrypt_into":
-            v.args["data"] = small_sealed
-            v.args["buf"] = bytearray(sentinel(len(SMALL_PT)))
-        elif method == "decrypt_detached":
-            v.args["data"], v.args["tag"] = small_sealed[:-32], small_sealed[-32:]
-        elif method == "decrypt_in_place":
-            v.args["buf"], v.args["tag"] = bytearray(small_sealed[:-32]), small_sealed[-32:]
-
-    return ("forged-100-bytes", apply, cb3.DecryptionError, r"^decryption failed")
 
 
 def _no_args(name: str, fn: Callable[..., Any]) -> Api:
