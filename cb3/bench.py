@@ -383,6 +383,12 @@ TARGETS = [
     Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 256, "encrypt", "ChaCha20Poly1305 encrypt", 0.85),
     Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 4096, "encrypt", "ChaCha20Poly1305 encrypt", 1.5),
     Target("`decrypt` / cryptography ChaCha20Poly1305 `decrypt`", 64, "decrypt", "ChaCha20Poly1305 decrypt", 0.55),
+    # The same fixed cost in the other forms (issue #15: "same fixed-cost
+    # gains" for the detached and _into forms and Stream).
+    Target("`encrypt_detached` / cryptography ChaCha20Poly1305 `encrypt`", 64, "encrypt_detached", "ChaCha20Poly1305 encrypt", 0.55),
+    Target("`encrypt_into` / cryptography ChaCha20Poly1305 `encrypt`", 64, "encrypt_into", "ChaCha20Poly1305 encrypt", 0.55),
+    Target("`decrypt_into` / cryptography ChaCha20Poly1305 `decrypt`", 64, "decrypt_into", "ChaCha20Poly1305 decrypt", 0.55),
+    Target("`Stream.encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 64, "Stream.encrypt", "ChaCha20Poly1305 encrypt", 0.55),
     Target("`keyed_hash` / blake3-py keyed hash", 64, "keyed_hash", "blake3-py keyed", 0.5),
     Target("`encrypt_into` / (OpenSSL ChaCha20 + blake3-py keyed), one thread", BIG, "encrypt_into", "ChaCha20 + blake3-py", 1.02),
     Target("`decrypt_into` / (OpenSSL ChaCha20 + blake3-py keyed), one thread", BIG, "decrypt_into", "ChaCha20 + blake3-py", 1.02),
@@ -401,8 +407,11 @@ def _target_timers(size: int) -> dict[str, Timer]:
     cipher, two = cb3.ChaCha20Blake3(key), cb3.ChaCha20Blake3(key, max_threads=2)
     sealed = cipher.encrypt(nonce, data)
     out, plain = bytearray(size + 32), bytearray(size)
+    stream = cb3.Stream(key, nonce)
     timers: dict[str, Timer] = {
         "encrypt": _loop(lambda: cipher.encrypt(nonce, data)),
+        "encrypt_detached": _loop(lambda: cipher.encrypt_detached(nonce, data)),
+        "Stream.encrypt": _loop(lambda: stream.encrypt(data)),
         "decrypt": _loop(lambda: cipher.decrypt(nonce, sealed)),
         "keyed_hash": _loop(lambda: cb3.keyed_hash(key, data)),
         "encrypt_into": _loop(lambda: cipher.encrypt_into(nonce, data, None, out)),
