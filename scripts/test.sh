@@ -23,6 +23,10 @@
 #      environment without Rust (x86_64: the full suite less
 #      scripts/source-only-tests.txt; aarch64 under qemu, x86 SIMD paths under
 #      qemu-x86_64 -cpu); root only, skipped with a message otherwise
+#  11. PyPy against CPython per call (scripts/bench-pypy.sh, issue #15): the
+#      bench on both interpreters in interleaved rounds; the table is written
+#      to .test/pypy-speed.md and printed (docs/pypy-speed.md is the same
+#      command's output on a quiet machine); root only, like step 9
 # When step 10 runs, the source builds of steps 7 and 9 run
 # only scripts/source-only-tests.txt: the rest of their suite runs on their
 # wheels. Otherwise (not root, CB3_SKIP_WHEELS) they run the whole suite.
@@ -31,7 +35,7 @@
 # the table into README.md).
 # Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1, CB3_SKIP_PY314=1,
 #        CB3_SKIP_PYENV=1, CB3_SKIP_WHEELS=1 skip steps 9, 7-8 and 10;
-#        CB3_SKIP_PYPY also leaves out PyPy's wheel;
+#        CB3_SKIP_PYPY also leaves out PyPy's wheel and step 11;
 #        PYTHON=python3.12 bash scripts/test.sh: another primary interpreter)
 # Disk: about 8 GB outside the tracked files (README, "Running the tests").
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -448,6 +452,15 @@ if root_step_runs CB3_SKIP_WHEELS "Debian chroots, qemu-user binfmt_misc" script
     else
         CB3_MATRIX_DIR="$MATRIX" CB3_WHEEL_DIR="$WORK/wheels" bash scripts/wheels.sh
     fi
+fi
+
+step "PyPy vs CPython per call (scripts/bench-pypy.sh -> .test/pypy-speed.md)"
+if root_step_runs CB3_SKIP_PYPY "the PyPy chroot" scripts/bench-pypy.sh; then
+    wait_lane root || true
+    # Measured last, alone: the other steps are done, so the rounds share
+    # the machine with nothing of ours.
+    CB3_BENCH_OUT="$WORK/pypy-speed.md" bash scripts/bench-pypy.sh
+    cat "$WORK/pypy-speed.md"
 fi
 
 step "interpreter table (.test/matrix.md; python3 scripts/matrix.py readme puts it into README.md)"
