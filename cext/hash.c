@@ -11,6 +11,7 @@ typedef struct {
 } Blake3Object;
 
 HPyType_HELPERS(Blake3Object)
+CB3_OWNER(Blake3, Blake3Object, cb3_blake3, hasher, cb3_blake3_free)
 
 /* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
 static const cb3_given_lengths hasher_given = {.object = "cb3.blake3"};
@@ -128,22 +129,11 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         goto done;
-    result = cb3_new_instance(ctx, type, hasher);
-    if (!HPy_IsNull(result))
-        hasher = NULL;
+    result = Blake3_adopt(ctx, type, hasher);
+    hasher = NULL; /* adopted or freed */
 done:
     cb3_blake3_free(hasher);
-    cb3_release_all(ctx, &set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
-
-HPyDef_SLOT(Blake3_destroy, HPy_tp_destroy)
-static void Blake3_destroy_impl(void *obj)
-{
-    Blake3Object *self = (Blake3Object *)obj;
-    cb3_blake3_free(self->hasher);
-    self->hasher = NULL;
+    return cb3_new_done(ctx, &set, owned, result);
 }
 
 /* ---- input ---- */
@@ -337,10 +327,8 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
     HPy type = HPy_Type(ctx, self);
-    HPy result = cb3_new_instance(ctx, type, copy);
+    HPy result = Blake3_adopt(ctx, type, copy);
     HPy_Close(ctx, type);
-    if (HPy_IsNull(result))
-        cb3_blake3_free(copy);
     return result;
 }
 
