@@ -8,6 +8,7 @@ typedef struct {
 } CipherObject;
 
 HPyType_HELPERS(CipherObject)
+CB3_OWNER(Cipher, CipherObject, cb3_aead, aead, cb3_aead_free)
 
 /* ---- construction ---- */
 
@@ -30,21 +31,9 @@ static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     cb3_result r = cb3_aead_new_with_threads(key->ptr, key->len, max_threads, &aead);
     if (cb3_raise(ctx, r, &(const cb3_given_lengths){key->len, 0, 0}) < 0)
         goto done;
-    result = cb3_new_instance(ctx, type, aead);
-    if (HPy_IsNull(result))
-        cb3_aead_free(aead);
+    result = Cipher_adopt(ctx, type, aead);
 done:
-    cb3_release_all(ctx, &set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
-
-HPyDef_SLOT(Cipher_destroy, HPy_tp_destroy)
-static void Cipher_destroy_impl(void *obj)
-{
-    CipherObject *self = (CipherObject *)obj;
-    cb3_aead_free(self->aead); /* wipes the key */
-    self->aead = NULL;
+    return cb3_new_done(ctx, &set, owned, result);
 }
 
 /* ---- the eight methods: one shape ----

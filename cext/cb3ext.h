@@ -241,6 +241,35 @@ const char *cb3_type_name(HPyContext *ctx, HPy obj);
  * not be made: `inner` is then still the caller's to free. */
 HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner);
 
+/* The end of every tp_new: releases the buffers it borrowed and the handles
+ * cb3_parse_new_args gave it, then returns `result`. */
+static inline HPy cb3_new_done(HPyContext *ctx, cb3_borrowed *set, HPy *owned, HPy result)
+{
+    cb3_release_all(ctx, set);
+    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
+    return result;
+}
+
+/* For a type whose struct `Type` starts with `Inner *field`, the Rust object
+ * it owns: prefix_adopt(ctx, type, inner), a new instance owning `inner`
+ * (HPy_NULL with `inner` freed if it could not be made), and the
+ * prefix_destroy slot, which frees it (free_fn wipes any key). */
+#define CB3_OWNER(prefix, Type, Inner, field, free_fn)                \
+    static HPy prefix##_adopt(HPyContext *ctx, HPy type, Inner *inner) \
+    {                                                                 \
+        HPy self = cb3_new_instance(ctx, type, inner);                \
+        if (HPy_IsNull(self))                                         \
+            free_fn(inner);                                           \
+        return self;                                                  \
+    }                                                                 \
+    HPyDef_SLOT(prefix##_destroy, HPy_tp_destroy)                     \
+    static void prefix##_destroy_impl(void *obj)                      \
+    {                                                                 \
+        Type *self = (Type *)obj;                                     \
+        free_fn(self->field);                                         \
+        self->field = NULL;                                           \
+    }
+
 /* `Type_AsStruct(ctx, self)->field` (the Rust object), or NULL with a
  * TypeError set when `self` was not made by its type's constructor: PyPy
  * lets object.__new__(cls) through, leaving no struct behind. */

@@ -8,6 +8,7 @@ typedef struct {
 } ChaChaObject;
 
 HPyType_HELPERS(ChaChaObject)
+CB3_OWNER(ChaCha, ChaChaObject, cb3_chacha, chacha, cb3_chacha_free)
 
 /* What cb3_raise needs to explain a failure of this object. */
 static const cb3_given_lengths *given_for(int wide)
@@ -51,23 +52,11 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     };
     if (cb3_raise(ctx, r, &given) < 0)
         goto done;
-    result = cb3_new_instance(ctx, type, chacha);
-    if (HPy_IsNull(result))
-        cb3_chacha_free(chacha);
-    else
+    result = ChaCha_adopt(ctx, type, chacha);
+    if (!HPy_IsNull(result))
         ChaChaObject_AsStruct(ctx, result)->wide = wide;
 done:
-    cb3_release_all(ctx, &set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
-
-HPyDef_SLOT(ChaCha_destroy, HPy_tp_destroy)
-static void ChaCha_destroy_impl(void *obj)
-{
-    ChaChaObject *self = (ChaChaObject *)obj;
-    cb3_chacha_free(self->chacha); /* wipes the key and keystream state */
-    self->chacha = NULL;
+    return cb3_new_done(ctx, &set, owned, result);
 }
 
 /* ---- keystream ---- */

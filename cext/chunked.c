@@ -9,6 +9,7 @@ typedef struct {
 } ChunkedObject;
 
 HPyType_HELPERS(ChunkedObject)
+CB3_OWNER(Chunked, ChunkedObject, cb3_chunked, chunked, cb3_chunked_free)
 
 HPyDef_SLOT(Chunked_new, HPy_tp_new)
 static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
@@ -34,25 +35,9 @@ static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssiz
         cb3_raise(ctx, r, &given);
         goto done;
     }
-    ChunkedObject *self;
-    result = HPy_New(ctx, type, &self);
-    if (HPy_IsNull(result)) {
-        cb3_chunked_free(chunked);
-        goto done;
-    }
-    self->chunked = chunked;
+    result = Chunked_adopt(ctx, type, chunked);
 done:
-    cb3_release_all(ctx, &set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
-
-HPyDef_SLOT(Chunked_destroy, HPy_tp_destroy)
-static void Chunked_destroy_impl(void *obj)
-{
-    ChunkedObject *self = (ChunkedObject *)obj;
-    cb3_chunked_free(self->chunked); /* wipes the key */
-    self->chunked = NULL;
+    return cb3_new_done(ctx, &set, owned, result);
 }
 
 typedef cb3_result (*chunked_op)(const cb3_chunked *, uint64_t, uint32_t, const uint8_t *, size_t, uint8_t *, size_t,

@@ -11,6 +11,7 @@ typedef struct {
 } Blake3Object;
 
 HPyType_HELPERS(Blake3Object)
+CB3_OWNER(Blake3, Blake3Object, cb3_blake3, hasher, cb3_blake3_free)
 
 /* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
 static const cb3_given_lengths hasher_given = {.object = "cb3.blake3"};
@@ -128,22 +129,11 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         goto done;
-    result = cb3_new_instance(ctx, type, hasher);
-    if (!HPy_IsNull(result))
-        hasher = NULL;
+    result = Blake3_adopt(ctx, type, hasher);
+    hasher = NULL; /* adopted or freed */
 done:
     cb3_blake3_free(hasher);
-    cb3_release_all(ctx, &set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
-
-HPyDef_SLOT(Blake3_destroy, HPy_tp_destroy)
-static void Blake3_destroy_impl(void *obj)
-{
-    Blake3Object *self = (Blake3Object *)obj;
-    cb3_blake3_free(self->hasher);
-    self->hasher = NULL;
+    return cb3_new_done(ctx, &set, owned, result);
 }
 
 /* ---- input ---- */
@@ -255,19 +245,24 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
 
 /* ---- output ---- */
 
-static int output_args(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames, const char *function,
-                       size_t limit, size_t *length, uint64_t *seek)
+/* The start of digest and hexdigest: the hasher, and their arguments
+ * (length=32, *, seek=0); NULL with an exception set. */
+static const cb3_blake3 *output_args(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames,
+                                     const char *function, size_t limit, size_t *length, uint64_t *seek)
 {
+    const cb3_blake3 *hasher = CB3_INNER(ctx, self, Blake3Object, hasher);
+    if (hasher == NULL)
+        return NULL;
     /* Only the name changes between digest and hexdigest. */
     cb3_argspec spec = {function, {"length", "seek", NULL}, 0, 1};
     HPy arg[2];
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0 || length_arg(ctx, arg[0], &digest_length, limit, length) < 0)
-        return -1;
+        return NULL;
     *seek = 0;
     static const cb3_int_param seek_param = {"seek", CB3_INT_BOOL_OK | CB3_INT_OVERFLOW, NULL};
     if (!HPy_IsNull(arg[1]) && cb3_arg_int(ctx, arg[1], &seek_param, seek) < 0)
-        return -1;
-    return 0;
+        return NULL;
+    return hasher;
 }
 
 HPyDef_METH(Blake3_digest, "digest", HPyFunc_KEYWORDS,
@@ -277,16 +272,13 @@ HPyDef_METH(Blake3_digest, "digest", HPyFunc_KEYWORDS,
                    "not changed: more input may follow.")
 static HPy Blake3_digest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
-    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
-        return HPy_NULL;
-    size_t length;
-    uint64_t seek;
-    if (output_args(ctx, args, nargs, kwnames, "digest", (size_t)PY_SSIZE_T_MAX, &length, &seek) < 0)
-        return HPy_NULL;
+    size_t length = 0;
+    uint64_t seek = 0;
+    const cb3_blake3 *hasher =
+        output_args(ctx, self, args, nargs, kwnames, "digest", (size_t)PY_SSIZE_T_MAX, &length, &seek);
     cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_output_new(ctx, length, &out) < 0)
+    if (hasher == NULL || cb3_output_new(ctx, length, &out) < 0)
         return HPy_NULL;
-    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     cb3_result r;
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, out.ptr, out.len));
     if (r != CB3_RESULT_OK) {
@@ -302,17 +294,16 @@ HPyDef_METH(Blake3_hexdigest, "hexdigest", HPyFunc_KEYWORDS,
                    "Like digest(), as a string of 2 * length lowercase hex digits.")
 static HPy Blake3_hexdigest_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
-    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
-        return HPy_NULL;
-    size_t length;
-    uint64_t seek;
-    if (output_args(ctx, args, nargs, kwnames, "hexdigest", (size_t)PY_SSIZE_T_MAX / 2, &length, &seek) < 0)
+    size_t length = 0;
+    uint64_t seek = 0;
+    const cb3_blake3 *hasher =
+        output_args(ctx, self, args, nargs, kwnames, "hexdigest", (size_t)PY_SSIZE_T_MAX / 2, &length, &seek);
+    if (hasher == NULL)
         return HPy_NULL;
     uint8_t small[64];
     uint8_t *bytes = length <= sizeof small ? small : PyMem_Malloc(length);
     if (bytes == NULL)
         return HPyErr_NoMemory(ctx);
-    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
     cb3_result r;
     CB3_RUN(ctx, NULL, length, r, cb3_blake3_finalize(hasher, seek, bytes, length));
     HPy result = cb3_raise(ctx, r, &hasher_given) < 0 ? HPy_NULL : hex_string(ctx, bytes, length);
@@ -337,10 +328,8 @@ static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
     HPy type = HPy_Type(ctx, self);
-    HPy result = cb3_new_instance(ctx, type, copy);
+    HPy result = Blake3_adopt(ctx, type, copy);
     HPy_Close(ctx, type);
-    if (HPy_IsNull(result))
-        cb3_blake3_free(copy);
     return result;
 }
 

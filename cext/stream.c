@@ -6,6 +6,7 @@ typedef struct {
 } StreamObject;
 
 HPyType_HELPERS(StreamObject)
+CB3_OWNER(Stream, StreamObject, cb3_stream, stream, cb3_stream_free)
 
 HPyDef_SLOT(Stream_new, HPy_tp_new)
 static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
@@ -30,21 +31,9 @@ static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     const cb3_given_lengths given = {key->len, nonce->len, .invalid = "message_index must be " INDEX_RANGE};
     if (cb3_raise(ctx, r, &given) < 0)
         goto done;
-    result = cb3_new_instance(ctx, type, stream);
-    if (HPy_IsNull(result))
-        cb3_stream_free(stream);
+    result = Stream_adopt(ctx, type, stream);
 done:
-    cb3_release_all(ctx, &set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
-
-HPyDef_SLOT(Stream_destroy, HPy_tp_destroy)
-static void Stream_destroy_impl(void *obj)
-{
-    StreamObject *self = (StreamObject *)obj;
-    cb3_stream_free(self->stream); /* wipes the key */
-    self->stream = NULL;
+    return cb3_new_done(ctx, &set, owned, result);
 }
 
 /* cb3_stream_encrypt or cb3_stream_decrypt. */
