@@ -123,14 +123,19 @@ def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
-def test_rss_stable_over_200k_calls() -> None:
-    ops = _mixed_operations()
-    _run(ops, 30_000)  # warm-up: allocator pools, caches, freelists
+def _rss_growth(ops: list[Callable[[], Any]], warm_up: int, calls: int) -> int:
+    """RSS growth in bytes over `calls` calls, after `warm_up` calls have
+    filled the allocator pools, caches and freelists."""
+    _run(ops, warm_up)
     gc.collect()
     before = _rss()
-    _run(ops, 200_000)
+    _run(ops, calls)
     gc.collect()
-    growth = _rss() - before
+    return _rss() - before
+
+
+def test_rss_stable_over_200k_calls() -> None:
+    growth = _rss_growth(_mixed_operations(), warm_up=30_000, calls=200_000)
     # Flat in practice (0 bytes); a leak of even 3 bytes per call would add
     # more than this bound.
     assert growth < 512 * 1024, f"RSS grew by {growth} bytes"
@@ -318,12 +323,6 @@ def _random_size_operations(seed: int) -> list[Callable[[], Any]]:
 def test_rss_stable_over_1m_random_size_calls() -> None:
     """1,000,000 mixed calls (random sizes, failing decrypts, exceptions):
     RSS grows by less than 1 MiB. The figure is printed at the end of the run."""
-    ops = _random_size_operations(2024)
-    _run(ops, 100_000)  # warm-up: allocator pools, caches, freelists
-    gc.collect()
-    before = _rss()
-    _run(ops, 1_000_000)
-    gc.collect()
-    growth = _rss() - before
+    growth = _rss_growth(_random_size_operations(2024), warm_up=100_000, calls=1_000_000)
     MEASUREMENTS["leak check: RSS growth over 1,000,000 mixed calls"] = f"{growth} bytes (bound 1 MiB)"
     assert growth < 1024 * 1024, f"RSS grew by {growth} bytes"
