@@ -362,6 +362,20 @@ def target_decrypt_into(fdp: atheris.FuzzedDataProvider) -> None:
     call_and_judge(lambda: cipher.decrypt_into(nonce.obj, data.obj, aad.obj, buf.obj), args, expected, check)
 
 
+def _detached_opening(key: bytes, ciphertext: str) -> Callable[[dict[str, bytes]], tuple[set[type[BaseException]], Any]]:
+    """What a detached decryption must do with the values it was given (the
+    ciphertext under the argument name `ciphertext`): ValueError for a bad
+    nonce or tag length, else the reference's plaintext or DecryptionError."""
+
+    def expected(v: dict[str, bytes]) -> tuple[set[type[BaseException]], Any]:
+        if len(v["nonce"]) != 24 or len(v["tag"]) != 32:
+            return {ValueError}, None
+        pt = reference_open(key, v["nonce"], v[ciphertext], v["tag"], v["associated_data"])
+        return ({cb3.DecryptionError} if pt is None else set()), pt
+
+    return expected
+
+
 def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
     m = draw_message(fdp)
     ct, tag = reference.encrypt_detached(m.key, m.nonce, m.plaintext, m.aad)
@@ -371,18 +385,10 @@ def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
     tag_arg = present(fdp, tamper(fdp, tag))
     aad = present(fdp, tamper(fdp, m.aad), none_ok=True)
 
-    def expected(v: dict[str, bytes]) -> tuple[set[type[BaseException]], Any]:
-        errors: set[type[BaseException]] = set()
-        if len(v["nonce"]) != 24 or len(v["tag"]) != 32:
-            errors.add(ValueError)
-            return errors, None
-        pt = reference_open(key, v["nonce"], v["data"], v["tag"], v["associated_data"])
-        return ({cb3.DecryptionError} if pt is None else set()), pt
-
     call_and_judge(
         lambda: cipher.decrypt_detached(nonce.obj, data.obj, tag_arg.obj, aad.obj),
         [("nonce", nonce), ("data", data), ("tag", tag_arg), ("associated_data", aad)],
-        expected,
+        _detached_opening(key, "data"),
         equal,
     )
 
@@ -396,12 +402,6 @@ def target_decrypt_in_place(fdp: atheris.FuzzedDataProvider) -> None:
     tag_arg = present(fdp, tamper(fdp, tag))
     aad = present(fdp, tamper(fdp, m.aad), none_ok=True)
 
-    def expected(v: dict[str, bytes]) -> tuple[set[type[BaseException]], Any]:
-        if len(v["nonce"]) != 24 or len(v["tag"]) != 32:
-            return {ValueError}, None
-        pt = reference_open(key, v["nonce"], v["buf"], v["tag"], v["associated_data"])
-        return ({cb3.DecryptionError} if pt is None else set()), pt
-
     def check(result: Any, pt: bytes) -> None:
         if result is not None or snapshot(buf.obj) != pt:
             raise Bug("decrypt_in_place left something other than the reference plaintext")
@@ -409,7 +409,7 @@ def target_decrypt_in_place(fdp: atheris.FuzzedDataProvider) -> None:
     call_and_judge(
         lambda: cipher.decrypt_in_place(nonce.obj, buf.obj, tag_arg.obj, aad.obj),
         [("nonce", nonce), ("buf", buf), ("tag", tag_arg), ("associated_data", aad)],
-        expected,
+        _detached_opening(key, "buf"),
         check,
     )
 
