@@ -6,9 +6,9 @@ use std::ptr;
 
 use cb3::aead::*;
 use cb3::cb3_result;
-use common::bytes;
 use cb3::stream::*;
 use chacha20_blake3::ChaCha20Blake3;
+use common::bytes;
 
 const VECTORS: [(&str, &str, &str, &str, &str); 3] = [
     ("0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000000000000000000000000000", "", "",
@@ -19,7 +19,6 @@ const VECTORS: [(&str, &str, &str, &str, &str); 3] = [
      "b8f60975cd7057a003ac84df00d514624fe40cb7855c50dd6594f59b3a2580e5", "c8d69ca92da6c5fd22f1805179fcd36cb7a9d45848fa346ba7118c2f34d23a48",
      "444d593bb2dea9ecde9cd3839d166141de70481340ce30739b3f0f28b059d63232324ace49e8a19729ac5110a093fba10acaeed93099dea1a9c20463a278c3a7"),
 ];
-
 
 struct Aead(*mut cb3_aead);
 impl Aead {

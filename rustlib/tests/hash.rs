@@ -5,9 +5,8 @@ mod common;
 use std::ptr;
 
 use cb3::cb3_result;
-use common::bytes;
 use cb3::hash::*;
-
+use common::bytes;
 
 const CONTEXT: &str = "cb3 2025 rustlib/tests/hash.rs context";
 
