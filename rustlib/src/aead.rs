@@ -32,7 +32,7 @@ use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::buffers::{data_and_output, disjoint, fixed, store, Raw, Source};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{self, LazyPool};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
@@ -91,14 +91,6 @@ impl MessageKeys {
         stream.try_seek(offset as u64).map_err(|_| cb3_result::Panic)?;
         Ok(stream)
     }
-}
-
-/// Where the data of an operation comes from: already in the output buffer
-/// (in place) or in a separate, non-overlapping input.
-#[derive(Clone, Copy)]
-pub enum Source<'a> {
-    InPlace,
-    Separate(&'a [u8]),
 }
 
 /// Who can see the output buffer of a decryption while it runs.
@@ -816,23 +808,6 @@ impl cb3_aead {
     pub fn pool(&self) -> Option<&LazyPool> {
         self.pool.as_deref()
     }
-}
-
-/// Resolves the data input and the output of an out-of-place call: either the
-/// output starts exactly at the input (in place) or the two are disjoint.
-/// Every other buffer in `others` must be disjoint from the output.
-///
-/// # Safety
-/// See `buffers`: valid `(ptr, len)` pairs.
-pub(crate) unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
-    disjoint(&out, others)?;
-    if data.len > 0 && data.ptr == out.ptr {
-        // SAFETY: the caller's contract: `out` is valid for writes of its length.
-        return Ok((Source::InPlace, unsafe { out.as_mut_slice() }));
-    }
-    disjoint(&out, &[data])?;
-    // SAFETY: the caller's contract (valid pairs), and the two are disjoint.
-    Ok((Source::Separate(unsafe { data.as_slice() }), unsafe { out.as_mut_slice() }))
 }
 
 /// `ciphertext || tag` of `data` into `out`; returns the bytes written.

@@ -109,3 +109,28 @@ pub unsafe fn store<T>(out: *mut T, value: T) {
         unsafe { out.write(value) };
     }
 }
+
+/// Where the data of an operation comes from: already in the output buffer
+/// (in place) or in a separate, non-overlapping input.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    InPlace,
+    Separate(&'a [u8]),
+}
+
+/// Resolves the data input and the output of an out-of-place call: either the
+/// output starts exactly at the input (in place) or the two are disjoint.
+/// Every other buffer in `others` must be disjoint from the output.
+///
+/// # Safety
+/// See the module contract: valid `(ptr, len)` pairs.
+pub unsafe fn data_and_output<'a>(data: Raw, out: Raw, others: &[Raw]) -> Cb3Result<(Source<'a>, &'a mut [u8])> {
+    disjoint(&out, others)?;
+    if data.len > 0 && data.ptr == out.ptr {
+        // SAFETY: the caller's contract: `out` is valid for writes of its length.
+        return Ok((Source::InPlace, unsafe { out.as_mut_slice() }));
+    }
+    disjoint(&out, &[data])?;
+    // SAFETY: the caller's contract (valid pairs), and the two are disjoint.
+    Ok((Source::Separate(unsafe { data.as_slice() }), unsafe { out.as_mut_slice() }))
+}

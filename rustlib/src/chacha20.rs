@@ -41,8 +41,7 @@ use chacha20::variants::Ietf;
 use chacha20::{hchacha, ChaChaCore, Rounds, R12, R20, R8};
 use zeroize::Zeroize;
 
-use crate::aead::{data_and_output, Source};
-use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::buffers::{data_and_output, disjoint, fixed, store, Raw, Source};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::wipe::scrub_stack;
 use crate::object::{self, Object};

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::aead::{open, seal, Output, Source, CB3_TAG_SIZE};
-use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::aead::{open, seal, Output, CB3_TAG_SIZE};
+use crate::buffers::{disjoint, fixed, store, Raw, Source};
 use crate::object::{self, Object};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{self, LazyPool};

@@ -12,17 +12,18 @@
 
 pub mod aead;
 pub mod bench;
-pub mod buffers;
+mod buffers;
 pub mod chacha20;
 pub mod chunked;
-pub mod direct;
+mod direct;
 pub mod errors;
 pub mod hash;
 pub mod info;
-pub mod object;
-pub mod parallel;
+mod object;
+mod parallel;
 pub mod stream;
-pub mod wipe;
+mod wipe;
 
 pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};
 pub use errors::cb3_result;
+pub use object::{cb3_set_wait_hooks, dealloc_dropped};

@@ -12,7 +12,7 @@ use cb3::aead::*;
 use cb3::chacha20::*;
 use cb3::cb3_result;
 use cb3::hash::*;
-use cb3::object::cb3_set_wait_hooks;
+use cb3::cb3_set_wait_hooks;
 use cb3::stream::*;
 
 const KEY: [u8; 32] = [7; 32];

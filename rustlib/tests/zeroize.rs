@@ -27,7 +27,7 @@ unsafe fn contains<T>(ptr: *const T, needle: &[u8]) -> bool {
 unsafe fn survives_drop<T>(ptr: *mut T, needle: &[u8]) -> bool {
     std::ptr::drop_in_place(ptr);
     let found = contains(ptr, needle);
-    cb3::object::dealloc_dropped(ptr);
+    cb3::dealloc_dropped(ptr);
     found
 }
 
@@ -67,7 +67,7 @@ fn stream_key_and_nonce_are_wiped_when_freed() {
         std::ptr::drop_in_place(stream);
         assert!(!contains(stream, &key), "key left in a freed cb3_stream");
         assert!(!contains(stream, nonce_prefix), "nonce left in a freed cb3_stream");
-        cb3::object::dealloc_dropped(stream);
+        cb3::dealloc_dropped(stream);
     }
 }
 
