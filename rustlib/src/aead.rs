@@ -30,7 +30,7 @@ use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherCore, StreamCipherSe
 use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
 #[cfg(test)]
 use chacha20_blake3::ChaCha20Blake3;
-use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::buffers::{data_and_output, disjoint, fixed, store, Raw, Source};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
@@ -57,41 +57,6 @@ const XOR_PIECE: usize = 64 * 1024;
 /// input (which starts with the associated data), so BLAKE3 hashes every
 /// piece but the first 16 chunks at a time.
 const PIECE: usize = 256 * 1024;
-
-/// The per-message keys derived from (key, nonce). Wiped on drop.
-#[derive(Zeroize, ZeroizeOnDrop)]
-struct MessageKeys {
-    enc_key: [u8; 32],
-    auth_key: [u8; 32],
-    enc_nonce: [u8; 8],
-}
-
-impl MessageKeys {
-    /// Not inlined, so that its frame and its callees' lie below the caller's
-    /// and `scrub_stack` reaches them.
-    #[inline(never)]
-    fn derive(key: &[u8; 32], nonce: &[u8; 24]) -> Self {
-        let mut out = Zeroizing::new([0u8; 72]);
-        let mut kdf = blake3::Hasher::new_keyed(key);
-        kdf.update(nonce);
-        let mut reader = kdf.finalize_xof();
-        reader.fill(&mut out[..]);
-        reader.zeroize();
-        kdf.zeroize();
-        let mut keys = MessageKeys { enc_key: [0; 32], auth_key: [0; 32], enc_nonce: [0; 8] };
-        keys.enc_key.copy_from_slice(&out[..32]);
-        keys.auth_key.copy_from_slice(&out[32..64]);
-        keys.enc_nonce.copy_from_slice(&out[64..]);
-        keys
-    }
-
-    /// The keystream from byte `offset` of the message on.
-    fn keystream(&self, offset: usize) -> Cb3Result<ChaCha20Legacy> {
-        let mut stream = ChaCha20Legacy::new((&self.enc_key).into(), (&self.enc_nonce).into());
-        stream.try_seek(offset as u64).map_err(|_| cb3_result::Panic)?;
-        Ok(stream)
-    }
-}
 
 /// Who can see the output buffer of a decryption while it runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -144,9 +109,24 @@ impl Secrets {
         Secrets { kdf: [0; 128], key: [0; 8], auth: [0; 8], cv: [0; 8], keystream: Default::default(), blocks: 0 }
     }
 
+    /// Derives the message keys: the crate's KDF, the first 72 bytes of
+    /// BLAKE3-keyed(key, nonce). Not inlined, so that its frame and its
+    /// callees' lie below the caller's and `scrub_stack` reaches them.
+    #[inline(never)]
     fn derive(&mut self, key: &[u8; 32], nonce: &[u8; 24]) {
         let words = crate::direct::key_words(key, &mut self.key);
         crate::direct::keyed_xof_24(words, nonce, &mut self.kdf);
+    }
+
+    fn auth_key(&self) -> &[u8; 32] {
+        self.kdf[32..64].try_into().expect("32 bytes")
+    }
+
+    /// The keystream from byte `offset` of the message on.
+    fn keystream(&self, offset: usize) -> Cb3Result<ChaCha20Legacy> {
+        let mut stream = ChaCha20Legacy::from_core(self.cipher());
+        stream.try_seek(offset as u64).map_err(|_| cb3_result::Panic)?;
+        Ok(stream)
     }
 
     /// The keystream cipher at block 0.
@@ -197,12 +177,12 @@ impl Secrets {
     }
 
     fn wipe(&mut self) {
-        crate::direct::wipe(&mut self.kdf);
-        crate::direct::wipe(&mut self.key);
-        crate::direct::wipe(&mut self.auth);
-        crate::direct::wipe(&mut self.cv);
+        crate::wipe::wipe(&mut self.kdf);
+        crate::wipe::wipe(&mut self.key);
+        crate::wipe::wipe(&mut self.auth);
+        crate::wipe::wipe(&mut self.cv);
         for block in &mut self.keystream[..self.blocks] {
-            crate::direct::wipe_bytes(block);
+            crate::wipe::wipe_bytes(block);
         }
         self.blocks = 0;
     }
@@ -351,17 +331,13 @@ fn scrub_direct(mac_input: usize) {
     }
 }
 
-/// Copies `input` into `out` and XORs the keystream from byte `offset` of
-/// the message on, piece by piece, so each piece is still in cache when it
-/// is XORed (one pass, not copy + XOR).
-fn xor_segment(keys: &MessageKeys, offset: usize, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
+/// `out = input XOR keystream` from byte `offset` of the message on, in
+/// pieces of `XOR_PIECE` bytes.
+fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut [u8]) -> Cb3Result<()> {
     let mut stream = keys.keystream(offset)?;
-    for (index, piece) in out.chunks_mut(XOR_PIECE).enumerate() {
-        if let Some(input) = input {
-            let start = index * XOR_PIECE;
-            piece.copy_from_slice(&input[start..start + piece.len()]);
-        }
-        apply_keystream(&mut stream, piece)?;
+    let pieces = out.len().div_ceil(XOR_PIECE);
+    for (index, (piece, from)) in out.chunks_mut(XOR_PIECE).zip(input.chunks(XOR_PIECE)).enumerate() {
+        xor_piece_from(&mut stream, from, piece, index + 1 == pieces)?;
     }
     Ok(())
 }
@@ -369,21 +345,6 @@ fn xor_segment(keys: &MessageKeys, offset: usize, input: Option<&[u8]>, out: &mu
 /// The keystream unit the SIMD backends produce cheapest: four 64-byte
 /// blocks. (One or two blocks cost the AVX-512 backend 2-5x a four-block run.)
 const KEYSTREAM_RUN: usize = 256;
-
-/// XORs the keystream into `data`, which must end the stream's use: a tail
-/// shorter than a four-block run is XORed from one generated run.
-fn apply_keystream(stream: &mut ChaCha20Legacy, data: &mut [u8]) -> Cb3Result<()> {
-    // Only fails past 2^64 blocks, which no in-memory message reaches.
-    let full = data.len() / KEYSTREAM_RUN * KEYSTREAM_RUN;
-    let (head, tail) = data.split_at_mut(full);
-    stream.try_apply_keystream(head).map_err(|_| cb3_result::Panic)?;
-    if !tail.is_empty() {
-        let mut run = Zeroizing::new([0u8; KEYSTREAM_RUN]);
-        stream.try_apply_keystream(&mut run[..]).map_err(|_| cb3_result::Panic)?;
-        tail.iter_mut().zip(run.iter()).for_each(|(byte, key)| *byte ^= key);
-    }
-    Ok(())
-}
 
 /// `out = input XOR keystream` for one piece (`last`: the stream is not
 /// used again): one read of `input`, no copy pass before the XOR.
@@ -399,23 +360,19 @@ fn xor_piece_from(stream: &mut ChaCha20Legacy, input: &[u8], out: &mut [u8], las
     Ok(())
 }
 
-/// XORs the whole message from `source` into `out`, split over `threads`
+/// `out = input XOR keystream` for the whole message, split over `threads`
 /// segments (the last pass of a staged decryption).
-fn xor_into(keys: &MessageKeys, source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<()> {
-    let input_at = |start: usize, len: usize| match source {
-        Source::InPlace => None,
-        Source::Separate(input) => Some(&input[start..start + len]),
-    };
+fn xor_into(keys: &Secrets, input: &[u8], out: &mut [u8], threads: usize) -> Cb3Result<()> {
     if threads <= 1 {
-        return xor_segment(keys, 0, input_at(0, out.len()), out);
+        return xor_segment(keys, 0, input, out);
     }
     let segment = parallel::segment_len(out.len(), threads);
     let failed = AtomicBool::new(false);
     rayon_core::scope(|scope| {
-        for (index, part) in out.chunks_mut(segment).enumerate() {
-            let (failed, input) = (&failed, input_at(index * segment, part.len()));
+        for (index, (part, from)) in out.chunks_mut(segment).zip(input.chunks(segment)).enumerate() {
+            let failed = &failed;
             scope.spawn(move |_| {
-                if xor_segment(keys, index * segment, input, part).is_err() {
+                if xor_segment(keys, index * segment, from, part).is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
             });
@@ -496,7 +453,7 @@ thread_local! {
 /// bytes equal one `blake3::Hasher::update` over the whole input (checked
 /// against the crate at every length and split in tests/abi.rs).
 struct Pass<'a> {
-    keys: &'a MessageKeys,
+    keys: &'a Secrets,
     aad: &'a [u8],
     aad_len: [u8; 8],
     /// |aad| + 8: where the ciphertext starts in the MAC input.
@@ -509,7 +466,7 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn run(keys: &'a MessageKeys, aad: &'a [u8], ct_len: usize, threads: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
+    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
         let head = aad.len() + 8;
         let total = head + ct_len + 8;
         let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * PIECE) } else { usize::MAX };
@@ -535,7 +492,7 @@ impl<'a> Pass<'a> {
         let left = blake3::hazmat::left_subtree_len(len as u64) as usize;
         let (l, r) = rayon_core::join(|| self.subtree(start, left, false), || self.subtree(start + left, len - left, false));
         let (mut l, mut r) = (l?, r?);
-        let mode = Mode::KeyedHash(&self.keys.auth_key);
+        let mode = Mode::KeyedHash(self.keys.auth_key());
         let out = if root { *merge_subtrees_root(&l, &r, mode).as_bytes() } else { merge_subtrees_non_root(&l, &r, mode) };
         l.zeroize();
         r.zeroize();
@@ -571,7 +528,7 @@ impl<'a> Pass<'a> {
     fn leaf(&self, start: usize, len: usize, root: bool) -> Cb3Result<[u8; 32]> {
         let end = start + len;
         let ct_end = self.head + self.ct_len;
-        let mut mac = blake3::Hasher::new_keyed(&self.keys.auth_key);
+        let mut mac = blake3::Hasher::new_keyed(self.keys.auth_key());
         if start > 0 {
             mac.set_input_offset(start as u64);
         }
@@ -616,13 +573,6 @@ impl<'a> Pass<'a> {
     }
 }
 
-/// Zeroes `bytes` (unverified plaintext) in a way the compiler keeps.
-fn wipe(bytes: &mut [u8]) {
-    // SAFETY: `bytes` is a valid, exclusive slice.
-    unsafe { ptr::write_bytes(bytes.as_mut_ptr(), 0, bytes.len()) };
-    std::hint::black_box(&mut *bytes);
-}
-
 /// Encrypts into `out` (same length as the data) and returns the tag.
 ///
 /// Every byte of the data is read once, into a private piece buffer, where
@@ -646,15 +596,17 @@ pub fn seal(
         scrub_direct(aad.len() + out.len() + 16);
         return tag;
     }
-    let keys = MessageKeys::derive(key, nonce);
+    let mut keys = Secrets::new();
+    keys.derive(key, nonce);
     scrub_stack();
     let tag = parallel::install(pool, out.len(), |threads| seal_with(&keys, aad, source, out, threads));
+    keys.wipe();
     scrub_stack_deep();
     tag
 }
 
 /// `seal` after the key derivation, over `threads` leaves' worth of subtrees.
-fn seal_with(keys: &MessageKeys, aad: &[u8], source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<[u8; 32]> {
+fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<[u8; 32]> {
     let len = out.len();
     let out = Span::of(out);
     let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut ChaCha20Legacy, last: bool, prefix: usize, scratch: &mut [u8]| {
@@ -697,16 +649,18 @@ pub fn open(
         scrub_direct(aad.len() + out.len() + 16);
         return result;
     }
-    let keys = MessageKeys::derive(key, nonce);
+    let mut keys = Secrets::new();
+    keys.derive(key, nonce);
     scrub_stack();
     let result = parallel::install(pool, out.len(), |threads| open_with(&keys, aad, &tag, source, out, output, threads));
+    keys.wipe();
     scrub_stack_deep();
     result
 }
 
 /// `open` after the key derivation, over `threads` leaves' worth of subtrees.
 fn open_with(
-    keys: &MessageKeys,
+    keys: &Secrets,
     aad: &[u8],
     tag: &[u8; 32],
     source: Source<'_>,
@@ -737,7 +691,7 @@ fn open_with(
                 let dst = unsafe { target.get(range) };
                 xor_piece_from(stream, &staged[prefix..], dst, last)
             };
-            Pass::run(keys, aad, len, threads, &piece).and_then(verify).inspect_err(|_| wipe(out))
+            Pass::run(keys, aad, len, threads, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
         }
         _ => {
             // Staged: a private copy of the ciphertext, verified, then
@@ -778,7 +732,7 @@ fn open_with(
             Pass::run(keys, aad, len, threads, &piece).and_then(verify)?;
             // SAFETY: the pass wrote every byte of 0..len (pieces cover the message).
             unsafe { staging.set_len(len) };
-            xor_into(keys, Source::Separate(&staging), out, threads)
+            xor_into(keys, &staging, out, threads)
         }
     }
 }
@@ -1442,7 +1396,8 @@ mod tests {
                 let nonce: [u8; 24] = bytes(i + 1, 24).try_into().unwrap();
                 let (pt, aad) = (bytes(i + 2, len), bytes(i + 3, aad_len));
                 let expected = ChaCha20Blake3::new(key).encrypt(&nonce, &pt, &aad);
-                let keys = MessageKeys::derive(&key, &nonce);
+                let mut keys = Secrets::new();
+                keys.derive(&key, &nonce);
                 let tag: [u8; 32] = expected[len..].try_into().unwrap();
                 for threads in [1, 2, 3, 5, 8, 64] {
                     let what = format!("length {len}, aad {aad_len}, {threads} threads");

@@ -27,6 +27,8 @@ use std::sync::OnceLock;
 use blake3::platform::Platform;
 use blake3::IncrementCounter;
 
+use crate::wipe::{wipe, wipe_bytes};
+
 pub(crate) const CHUNK_LEN: usize = 1024;
 const BLOCK_LEN: usize = 64;
 /// The longest input `hash` takes.
@@ -61,22 +63,6 @@ pub fn key_words<'a>(key: &'a [u8; 32], spare: &'a mut [u32; 8]) -> &'a [u32; 8]
         *word = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
     }
     spare
-}
-
-/// Zeroes `bytes` in a way the compiler keeps (one `memset`, not the
-/// byte-by-byte volatile stores of `Zeroize`).
-pub fn wipe_bytes(bytes: &mut [u8]) {
-    // SAFETY: a valid, exclusive slice.
-    unsafe { std::ptr::write_bytes(bytes.as_mut_ptr(), 0, bytes.len()) };
-    std::hint::black_box(bytes);
-}
-
-/// `wipe_bytes` for any plain-data value (arrays of integers).
-pub fn wipe<T: Copy>(value: &mut T) {
-    // SAFETY: T is Copy (no drop glue, no references we rely on); all zero
-    // bytes are valid for the integer arrays this is used on.
-    unsafe { std::ptr::write_bytes(value as *mut T as *mut u8, 0, std::mem::size_of::<T>()) };
-    std::hint::black_box(value);
 }
 
 /// The 72-byte KDF of ChaCha20-BLAKE3 and more: the first 128 bytes of the

@@ -652,7 +652,7 @@ unsafe fn one_shot_direct(key: &[u32; 8], flags: u8, input: Raw, others: &[Raw],
     if input.len() <= crate::direct::CHUNK_LEN {
         let mut cv = [0u32; 8];
         crate::direct::hash_chunk(key, flags, input, out, &mut cv);
-        crate::direct::wipe(&mut cv);
+        crate::wipe::wipe(&mut cv);
         scrub_stack();
     } else {
         hash_tree_wiped(key, flags, input, out);
@@ -707,7 +707,7 @@ pub unsafe extern "C" fn cb3_blake3_keyed_hash(
             let words = crate::direct::key_words(key, &mut spare);
             // SAFETY: as above.
             let done = unsafe { one_shot_direct(words, crate::direct::KEYED_HASH, input, &[key_raw], out, out_len) };
-            crate::direct::wipe(&mut spare);
+            crate::wipe::wipe(&mut spare);
             return done;
         }
         // SAFETY: as above.

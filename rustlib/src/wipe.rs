@@ -33,10 +33,7 @@ const DEEP_SCRUB_BYTES: usize = 64 * 1024;
 
 #[inline(always)]
 fn zero_below<const N: usize>() {
-    let mut area = [0u8; N];
-    // SAFETY: `area` is a local array of N bytes.
-    unsafe { std::ptr::write_bytes(area.as_mut_ptr(), 0, N) };
-    std::hint::black_box(&mut area);
+    wipe(&mut [0u8; N]);
 }
 
 /// Zeroes the stack below the caller's frame: the dead frames of the calls
@@ -59,4 +56,20 @@ pub fn scrub_stack_wide() {
 #[inline(never)]
 pub fn scrub_stack_deep() {
     zero_below::<DEEP_SCRUB_BYTES>();
+}
+
+/// Zeroes `bytes` in a way the compiler keeps (one `memset`, not the
+/// byte-by-byte volatile stores of `Zeroize`).
+pub fn wipe_bytes(bytes: &mut [u8]) {
+    // SAFETY: a valid, exclusive slice.
+    unsafe { std::ptr::write_bytes(bytes.as_mut_ptr(), 0, bytes.len()) };
+    std::hint::black_box(bytes);
+}
+
+/// `wipe_bytes` for any plain-data value (arrays of integers).
+pub fn wipe<T: Copy>(value: &mut T) {
+    // SAFETY: T is Copy (no drop glue, no references we rely on); all zero
+    // bytes are valid for the integer arrays this is used on.
+    unsafe { std::ptr::write_bytes(value as *mut T as *mut u8, 0, std::mem::size_of::<T>()) };
+    std::hint::black_box(value);
 }
