@@ -132,67 +132,29 @@ static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, 
 
 /* ---- position ---- */
 
-/* True if the int `value` is exactly 2**64. */
-static int is_two_to_the_64(HPyContext *ctx, HPy value)
-{
-    HPy one = HPyLong_FromLong(ctx, 1), shift = HPyLong_FromLong(ctx, 64);
-    HPy limit = HPy_Lshift(ctx, one, shift);
-    int equal = HPy_IsNull(limit) ? 0 : HPy_RichCompareBool(ctx, value, limit, HPy_EQ);
-    if (!HPy_IsNull(limit))
-        HPy_Close(ctx, limit);
-    HPy_Close(ctx, one);
-    HPy_Close(ctx, shift);
-    return equal > 0;
-}
-
-/* Splits a byte position into (block, offset <= 64) as cb3_chacha_seek takes
- * it. Positions of 2**64 and beyond (8-byte nonces) go through Python ints. */
-static int split_position(HPyContext *ctx, HPy obj, uint64_t *block, uint32_t *offset, int wide)
+/* Splits a byte position into the halves cb3_chacha_seek takes (high * 2**64
+ * + low). Rust checks the range: a high half beyond 64 bits is passed as
+ * UINT64_MAX, which it refuses like any position past the end. */
+static int split_position(HPyContext *ctx, HPy obj, uint64_t *high, uint64_t *low)
 {
     static const cb3_int_param position = {"position", 0, NULL};
     HPy index = cb3_arg_index(ctx, obj, &position);
     if (HPy_IsNull(index))
         return -1;
-    int status = 0;
-    uint64_t value = HPyLong_AsUInt64_t(ctx, index);
-    if (!(value == (uint64_t)-1 && HPyErr_Occurred(ctx))) {
-        *block = value / 64;
-        *offset = (uint32_t)(value % 64);
-        HPy_Close(ctx, index);
-        return 0;
-    }
-    HPyErr_Clear(ctx);
-    HPy zero = HPyLong_FromLong(ctx, 0), one_block = HPyLong_FromLong(ctx, 64);
-    if (HPy_RichCompareBool(ctx, index, zero, HPy_LT)) {
-        status = cb3_raisef(ctx, ctx->h_ValueError, "position must not be negative");
-        goto done;
-    }
-    /* position // 64 and position % 64; the very end of a 64-bit keystream,
-     * 2**70 = 64 * 2**64, is named (2**64 - 1, 64) since blocks are uint64_t. */
-    HPy q = HPy_FloorDivide(ctx, index, one_block);
-    HPy rem = HPy_IsNull(q) ? HPy_NULL : HPy_Remainder(ctx, index, one_block);
-    if (HPy_IsNull(q) || HPy_IsNull(rem)) {
-        status = -1;
-    } else {
-        uint64_t high = HPyLong_AsUInt64_t(ctx, q);
-        long low = HPyLong_AsLong(ctx, rem);
-        if (high == (uint64_t)-1 && HPyErr_Occurred(ctx)) {
+    HPy bits = HPyLong_FromLong(ctx, 64);
+    HPy upper = HPy_Rshift(ctx, index, bits); /* a floor: negative exactly when index is */
+    int status = HPy_IsNull(upper) ? -1 : 0;
+    if (status == 0) {
+        *low = HPyLong_AsUInt64_tMask(ctx, index);
+        *high = HPyLong_AsUInt64_t(ctx, upper); /* UINT64_MAX if it does not fit */
+        if (*high == UINT64_MAX && HPyErr_Occurred(ctx)) {
             HPyErr_Clear(ctx);
-            /* beyond: a position Rust refuses (CB3_RESULT_INVALID_POSITION) */
-            *block = UINT64_MAX;
-            *offset = wide && low == 0 && is_two_to_the_64(ctx, q) ? 64 : 65;
-        } else {
-            *block = high;
-            *offset = (uint32_t)low;
+            if (HPy_RichCompareBool(ctx, upper, bits, HPy_LT)) /* below 0 rather than above UINT64_MAX */
+                status = cb3_raisef(ctx, ctx->h_ValueError, "position must not be negative");
         }
+        HPy_Close(ctx, upper);
     }
-    if (!HPy_IsNull(q))
-        HPy_Close(ctx, q);
-    if (!HPy_IsNull(rem))
-        HPy_Close(ctx, rem);
-done:
-    HPy_Close(ctx, zero);
-    HPy_Close(ctx, one_block);
+    HPy_Close(ctx, bits);
     HPy_Close(ctx, index);
     return status;
 }
@@ -211,12 +173,11 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
     if (CB3_INNER(ctx, self, ChaChaObject, chacha) == NULL)
         return HPy_NULL;
     ChaChaObject *obj = ChaChaObject_AsStruct(ctx, self);
-    uint64_t block = 0;
-    uint32_t offset = 0;
-    if (split_position(ctx, arg[0], &block, &offset, obj->wide) < 0)
+    uint64_t high = 0, low = 0;
+    if (split_position(ctx, arg[0], &high, &low) < 0)
         return HPy_NULL;
     cb3_result r;
-    CB3_LOCKING(ctx, NULL, r, cb3_chacha_seek(obj->chacha, block, offset));
+    CB3_LOCKING(ctx, NULL, r, cb3_chacha_seek(obj->chacha, high, low));
     if (cb3_raise(ctx, r, given_for(obj->wide)) < 0)
         return HPy_NULL;
     return HPy_Dup(ctx, ctx->h_None);
@@ -228,25 +189,22 @@ HPyDef_GET(ChaCha_position, "position",
 static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
 {
     (void)closure;
-    uint64_t block = 0;
-    uint32_t offset = 0;
+    uint64_t high = 0, low = 0;
     const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
     if (chacha == NULL)
         return HPy_NULL;
     cb3_result r;
-    CB3_LOCKING(ctx, NULL, r, cb3_chacha_position(chacha, &block, &offset));
+    CB3_LOCKING(ctx, NULL, r, cb3_chacha_position(chacha, &high, &low));
     if (cb3_raise(ctx, r, given_for(ChaChaObject_AsStruct(ctx, self)->wide)) < 0)
         return HPy_NULL;
-    if (block < ((uint64_t)1 << 57))
-        return HPyLong_FromUInt64_t(ctx, block * 64 + offset);
-    HPy b = HPyLong_FromUInt64_t(ctx, block), size = HPyLong_FromLong(ctx, 64), off = HPyLong_FromLong(ctx, offset);
-    HPy product = HPy_Multiply(ctx, b, size);
-    HPy result = HPy_IsNull(product) ? HPy_NULL : HPy_Add(ctx, product, off);
-    if (!HPy_IsNull(product))
-        HPy_Close(ctx, product);
-    HPy_Close(ctx, b);
-    HPy_Close(ctx, size);
-    HPy_Close(ctx, off);
+    if (high == 0)
+        return HPyLong_FromUInt64_t(ctx, low);
+    /* high << 64 | low, from 2**64 on (8-byte nonces) */
+    HPy part[4] = {HPyLong_FromUInt64_t(ctx, high), HPyLong_FromLong(ctx, 64), HPyLong_FromUInt64_t(ctx, low),
+                   HPy_NULL};
+    part[3] = HPy_Lshift(ctx, part[0], part[1]);
+    HPy result = HPy_IsNull(part[3]) ? HPy_NULL : HPy_Or(ctx, part[3], part[2]);
+    cb3_close_all(ctx, part, 4);
     return result;
 }
 

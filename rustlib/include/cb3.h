@@ -85,7 +85,7 @@
 #define CB3_TAG_SIZE 32
 
 /**
- * The ChaCha block size in bytes: positions are `64 * block + offset`.
+ * The ChaCha block size in bytes: block `c` starts at keystream byte `64 * c`.
  */
 #define CB3_CHACHA_BLOCK_SIZE 64
 
@@ -273,8 +273,8 @@ typedef enum cb3_result {
   CB3_RESULT_INVALID_COUNTER = 3016,
   /**
    * `cb3_chacha_seek`'s position is past the end of the keystream (2^38
-   * bytes with a 12- or 24-byte nonce, 2^70 with an 8-byte one), or its
-   * `offset` is above 64. The position is unchanged.
+   * bytes with a 12- or 24-byte nonce, 2^70 with an 8-byte one). The
+   * position is unchanged.
    */
   CB3_RESULT_INVALID_POSITION = 3017,
   /**
@@ -771,26 +771,27 @@ enum cb3_result cb3_chacha_apply(const struct cb3_chacha *chacha,
                                  size_t out_len);
 
 /**
- * Moves to keystream byte `64 * block + offset`, counted from block 0 (not
- * from the creation counter). `offset` may be 0..=64; 64 names the end of
- * `block`, the only way to name the very end of a 64-bit keystream. The
- * position may be at most the end of the keystream (2^38 bytes with a 12-
- * or 24-byte nonce, 2^70 with an 8-byte one), else
+ * Moves to keystream byte `position_high * 2^64 + position_low`, counted
+ * from block 0 (not from the creation counter): block `c` starts at byte
+ * `64 * c`. The position may be at most the end of the keystream (2^38 bytes
+ * with a 12- or 24-byte nonce, 2^70 with an 8-byte one), else
  * `CB3_RESULT_INVALID_POSITION` and the position is unchanged.
  */
-enum cb3_result cb3_chacha_seek(const struct cb3_chacha *chacha, uint64_t block, uint32_t offset);
+enum cb3_result cb3_chacha_seek(const struct cb3_chacha *chacha,
+                                uint64_t position_high,
+                                uint64_t position_low);
 
 /**
- * Stores the current keystream position as `64 * *block_out + *offset_out`
- * with `*offset_out` below 64, except at the very end of a 64-bit keystream
- * (block 2^64 - 1, offset 64). Reading the position uses no keystream, so
- * it also works in a `fork()` child (giving the position at the fork),
- * unless a thread of the parent was inside a call with the object then
- * (`CB3_RESULT_FORKED`).
+ * Stores the current keystream byte position (as `cb3_chacha_seek` takes
+ * it) as `*position_high_out * 2^64 + *position_low_out`; the high half is
+ * 0 below 2^64 and at most 64 (the end of a 64-bit keystream, 2^70).
+ * Reading the position uses no keystream, so it also works in a `fork()`
+ * child (giving the position at the fork), unless a thread of the parent
+ * was inside a call with the object then (`CB3_RESULT_FORKED`).
  */
 enum cb3_result cb3_chacha_position(const struct cb3_chacha *chacha,
-                                    uint64_t *block_out,
-                                    uint32_t *offset_out);
+                                    uint64_t *position_high_out,
+                                    uint64_t *position_low_out);
 
 /**
  * HChaCha20: derives a 32-byte subkey from a 32-byte `key` and a 16-byte

@@ -46,7 +46,7 @@ use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::wipe::scrub_stack;
 use crate::object::{self, Object};
 
-/// The ChaCha block size in bytes: positions are `64 * block + offset`.
+/// The ChaCha block size in bytes: block `c` starts at keystream byte `64 * c`.
 pub const CB3_CHACHA_BLOCK_SIZE: usize = 64;
 
 const BLOCK: u128 = CB3_CHACHA_BLOCK_SIZE as u128;
@@ -386,41 +386,41 @@ pub unsafe extern "C" fn cb3_chacha_apply(
     })
 }
 
-/// Moves to keystream byte `64 * block + offset`, counted from block 0 (not
-/// from the creation counter). `offset` may be 0..=64; 64 names the end of
-/// `block`, the only way to name the very end of a 64-bit keystream. The
-/// position may be at most the end of the keystream (2^38 bytes with a 12-
-/// or 24-byte nonce, 2^70 with an 8-byte one), else
+/// Moves to keystream byte `position_high * 2^64 + position_low`, counted
+/// from block 0 (not from the creation counter): block `c` starts at byte
+/// `64 * c`. The position may be at most the end of the keystream (2^38 bytes
+/// with a 12- or 24-byte nonce, 2^70 with an 8-byte one), else
 /// `CB3_RESULT_INVALID_POSITION` and the position is unchanged.
 #[no_mangle]
-pub unsafe extern "C" fn cb3_chacha_seek(chacha: *const cb3_chacha, block: u64, offset: u32) -> cb3_result {
+pub unsafe extern "C" fn cb3_chacha_seek(
+    chacha: *const cb3_chacha,
+    position_high: u64,
+    position_low: u64,
+) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
         let chacha = unsafe { chacha_ref(chacha) }?;
-        if offset > 64 {
-            return Err(cb3_result::InvalidPosition);
-        }
-        let position = u128::from(block) * BLOCK + u128::from(offset);
+        let position = (u128::from(position_high) << 64) | u128::from(position_low);
         dispatch!(&mut *chacha.lock(), ks => ks.seek(position))
     })
 }
 
-/// Stores the current keystream position as `64 * *block_out + *offset_out`
-/// with `*offset_out` below 64, except at the very end of a 64-bit keystream
-/// (block 2^64 - 1, offset 64). Reading the position uses no keystream, so
-/// it also works in a `fork()` child (giving the position at the fork),
-/// unless a thread of the parent was inside a call with the object then
-/// (`CB3_RESULT_FORKED`).
+/// Stores the current keystream byte position (as `cb3_chacha_seek` takes
+/// it) as `*position_high_out * 2^64 + *position_low_out`; the high half is
+/// 0 below 2^64 and at most 64 (the end of a 64-bit keystream, 2^70).
+/// Reading the position uses no keystream, so it also works in a `fork()`
+/// child (giving the position at the fork), unless a thread of the parent
+/// was inside a call with the object then (`CB3_RESULT_FORKED`).
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chacha_position(
     chacha: *const cb3_chacha,
-    block_out: *mut u64,
-    offset_out: *mut u32,
+    position_high_out: *mut u64,
+    position_low_out: *mut u64,
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
         let (chacha, owner) = unsafe { object::get_with_owner(chacha) }?;
-        if block_out.is_null() || offset_out.is_null() {
+        if position_high_out.is_null() || position_low_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
         let engine = if owner.load(std::sync::atomic::Ordering::Acquire) == object::process_id() {
@@ -434,15 +434,10 @@ pub unsafe extern "C" fn cb3_chacha_position(
             }
         };
         let position = dispatch!(&*engine, ks => ks.pos);
-        let (mut block, mut offset) = (position / BLOCK, (position % BLOCK) as u32);
-        if block > u128::from(u64::MAX) {
-            block -= 1;
-            offset += 64;
-        }
         // SAFETY: the C caller's contract: each is NULL or valid for a write.
         unsafe {
-            store(block_out, block as u64);
-            store(offset_out, offset);
+            store(position_high_out, (position >> 64) as u64);
+            store(position_low_out, position as u64);
         }
         Ok(())
     })

@@ -82,8 +82,8 @@ pub enum cb3_result {
     /// 8-byte one).
     InvalidCounter = 3016,
     /// `cb3_chacha_seek`'s position is past the end of the keystream (2^38
-    /// bytes with a 12- or 24-byte nonce, 2^70 with an 8-byte one), or its
-    /// `offset` is above 64. The position is unchanged.
+    /// bytes with a 12- or 24-byte nonce, 2^70 with an 8-byte one). The
+    /// position is unchanged.
     InvalidPosition = 3017,
     /// Text that must be UTF-8 is not: a BLAKE3 key-derivation context, or a
     /// file path given to `cb3_blake3_update_file`.

@@ -128,17 +128,17 @@ impl Chacha {
         self.apply(&vec![0u8; len]).unwrap()
     }
     fn seek(&self, position: u128) -> cb3_result {
-        let (mut block, mut offset) = (position / 64, (position % 64) as u32);
-        if block > u128::from(u64::MAX) {
-            block -= 1;
-            offset += 64;
-        }
-        unsafe { cb3_chacha_seek(self.0, block as u64, offset) }
+        unsafe { cb3_chacha_seek(self.0, (position >> 64) as u64, position as u64) }
     }
     fn position(&self) -> u128 {
-        let (mut block, mut offset) = (0u64, 0u32);
-        assert_eq!(unsafe { cb3_chacha_position(self.0, &mut block, &mut offset) }, cb3_result::Ok);
-        u128::from(block) * 64 + u128::from(offset)
+        let (high, low) = self.raw_position();
+        (u128::from(high) << 64) | u128::from(low)
+    }
+    /// The (high, low) halves cb3_chacha_position writes.
+    fn raw_position(&self) -> (u64, u64) {
+        let (mut high, mut low) = (7u64, 7u64);
+        assert_eq!(unsafe { cb3_chacha_position(self.0, &mut high, &mut low) }, cb3_result::Ok);
+        (high, low)
     }
 }
 
@@ -274,7 +274,6 @@ fn counter_limits() {
         assert_eq!(cipher.apply(b"x"), Err(cb3_result::CounterOverflow));
         assert_eq!(cipher.apply(b""), Ok(vec![]));
         assert_eq!(cipher.seek(64u128 << 64), cb3_result::Ok);
-        assert_eq!(unsafe { cb3_chacha_seek(cipher.0, u64::MAX, 65) }, cb3_result::InvalidPosition);
 
         for nonce_len in [12usize, 24] {
             let nonce = bytes(3, nonce_len);
@@ -296,6 +295,54 @@ fn counter_limits() {
             assert_eq!(cipher.keystream(64), reference_keystream(&key, &nonce, n, last, 64));
             assert_eq!(Chacha::new(&key, &nonce, 1 << 32, n).err(), Some(cb3_result::InvalidCounter));
         }
+    }
+}
+
+/// The position is one 128-bit byte count split into two u64 halves
+/// (high * 2^64 + low), at the edges: 2^64 exactly, the 2^70 end of an
+/// 8-byte-nonce keystream and the 2^38 end of a 12- or 24-byte one; a
+/// position past the end is refused and leaves the position unchanged.
+#[test]
+fn position_halves_at_the_edges() {
+    let key = bytes(4, 32);
+    let seek = |c: &Chacha, high: u64, low: u64| unsafe { cb3_chacha_seek(c.0, high, low) };
+    let nonce = bytes(5, 8);
+    let cipher = Chacha::new(&key, &nonce, 0, 20).unwrap();
+    // 2^64 = (1, 0): block 2^58, whose keystream is the reference's.
+    assert_eq!(seek(&cipher, 1, 0), cb3_result::Ok);
+    assert_eq!(cipher.raw_position(), (1, 0));
+    assert_eq!(cipher.keystream(70), reference_keystream(&key, &nonce, 20, 1u128 << 64, 70));
+    assert_eq!(cipher.raw_position(), (1, 70));
+    assert_eq!(seek(&cipher, 0, u64::MAX), cb3_result::Ok); // the byte before 2^64
+    assert_eq!(cipher.keystream(2), reference_keystream(&key, &nonce, 20, (1u128 << 64) - 1, 2));
+    assert_eq!(cipher.raw_position(), (1, 1));
+    // The end, 2^70 = (64, 0), is reachable; every position past it is refused.
+    assert_eq!(seek(&cipher, 63, u64::MAX), cb3_result::Ok);
+    assert_eq!(cipher.keystream(1), reference_keystream(&key, &nonce, 20, (1u128 << 70) - 1, 1));
+    assert_eq!(cipher.raw_position(), (64, 0));
+    assert_eq!(seek(&cipher, 3, 9), cb3_result::Ok);
+    for (high, low) in [(64, 1), (65, 0), (64, u64::MAX), (u64::MAX, 0), (u64::MAX, u64::MAX)] {
+        assert_eq!(seek(&cipher, high, low), cb3_result::InvalidPosition, "({high}, {low})");
+        assert_eq!(cipher.raw_position(), (3, 9), "a refused seek leaves the position");
+    }
+    assert_eq!(seek(&cipher, 64, 0), cb3_result::Ok);
+    assert_eq!(cipher.raw_position(), (64, 0));
+    assert_eq!(cipher.apply(b"x"), Err(cb3_result::CounterOverflow));
+
+    for nonce_len in [12usize, 24] {
+        let nonce = bytes(6, nonce_len);
+        let cipher = Chacha::new(&key, &nonce, 0, 20).unwrap();
+        assert_eq!(seek(&cipher, 0, 1 << 38), cb3_result::Ok);
+        assert_eq!(cipher.raw_position(), (0, 1 << 38));
+        assert_eq!(seek(&cipher, 0, 1000), cb3_result::Ok);
+        for (high, low) in [(0, (1 << 38) + 1), (0, u64::MAX), (1, 0), (64, 0), (u64::MAX, u64::MAX)] {
+            assert_eq!(seek(&cipher, high, low), cb3_result::InvalidPosition, "({high}, {low})");
+            assert_eq!(cipher.raw_position(), (0, 1000), "a refused seek leaves the position");
+        }
+        assert_eq!(seek(&cipher, 0, (1 << 38) - 1), cb3_result::Ok);
+        assert_eq!(cipher.keystream(1), reference_keystream(&key, &nonce, 20, (1 << 38) - 1, 1));
+        assert_eq!(cipher.raw_position(), (0, 1 << 38));
+        assert_eq!(cipher.apply(b"x"), Err(cb3_result::CounterOverflow));
     }
 }
 
@@ -376,10 +423,13 @@ fn errors() {
     let r = unsafe { cb3_chacha_apply(cipher.0, data.as_ptr(), 50, out.as_mut_ptr(), 100) };
     assert_eq!(r, cb3_result::Ok);
     assert!(out[50..].iter().all(|&b| b == 0xAA));
-    assert_eq!(unsafe { cb3_chacha_seek(cipher.0, 0, 65) }, cb3_result::InvalidPosition);
+    assert_eq!(unsafe { cb3_chacha_seek(cipher.0, u64::MAX, u64::MAX) }, cb3_result::InvalidPosition);
     assert_eq!(unsafe { cb3_chacha_seek(ptr::null(), 0, 0) }, cb3_result::NullParameter);
-    let mut block = 0u64;
-    assert_eq!(unsafe { cb3_chacha_position(cipher.0, &mut block, ptr::null_mut()) }, cb3_result::NullParameter);
+    let (mut high, mut low) = (5u64, 6u64);
+    assert_eq!(unsafe { cb3_chacha_position(cipher.0, &mut high, ptr::null_mut()) }, cb3_result::NullParameter);
+    assert_eq!(unsafe { cb3_chacha_position(cipher.0, ptr::null_mut(), &mut low) }, cb3_result::NullParameter);
+    assert_eq!(unsafe { cb3_chacha_position(ptr::null(), &mut high, &mut low) }, cb3_result::NullParameter);
+    assert_eq!((high, low), (5, 6), "outputs are written only on success");
     unsafe { cb3_chacha_free(ptr::null_mut()) };
 }
 

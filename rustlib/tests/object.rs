@@ -131,9 +131,9 @@ fn streams_and_chacha_refuse_in_a_forked_child_hashers_move() {
         failures += (stream_encrypt(stream) != cb3_result::Forked) as i32;
         failures += (chacha_apply(chacha) != cb3_result::Forked) as i32;
         failures += (unsafe { cb3_stream_message_index(stream) } != 1) as i32;
-        let (mut block, mut offset) = (9u64, 9u32);
-        failures += (unsafe { cb3_chacha_position(chacha, &mut block, &mut offset) } != cb3_result::Ok) as i32;
-        failures += (block != 0 || offset != 1) as i32;
+        let (mut high, mut low) = (9u64, 9u64);
+        failures += (unsafe { cb3_chacha_position(chacha, &mut high, &mut low) } != cb3_result::Ok) as i32;
+        failures += (high != 0 || low != 1) as i32;
         failures += (hasher_update(hasher) != cb3_result::Ok) as i32; // idle: moves here
         // Objects made in the child work; freeing the parent's copies is allowed.
         let fresh = new_stream();
