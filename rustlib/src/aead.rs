@@ -104,15 +104,35 @@ struct Secrets {
     blocks: usize,
 }
 
+/// Wiped when dropped: at the end of every call, also one that unwinds.
+impl Drop for Secrets {
+    fn drop(&mut self) {
+        crate::wipe::wipe(&mut self.kdf);
+        crate::wipe::wipe(&mut self.key);
+        crate::wipe::wipe(&mut self.auth);
+        crate::wipe::wipe(&mut self.cv);
+        for block in &mut self.keystream[..self.blocks] {
+            crate::wipe::wipe_bytes(block);
+        }
+    }
+}
+
 impl Secrets {
     fn new() -> Self {
         Secrets { kdf: [0; 128], key: [0; 8], auth: [0; 8], cv: [0; 8], keystream: Default::default(), blocks: 0 }
     }
 
-    /// Derives the message keys: the crate's KDF, the first 72 bytes of
-    /// BLAKE3-keyed(key, nonce). Not inlined, so that its frame and its
-    /// callees' lie below the caller's and `scrub_stack` reaches them.
+    /// New secrets for a long message. Not inlined, so that the frames of
+    /// the derivation lie below the caller's and `scrub_stack` reaches them.
     #[inline(never)]
+    fn derived(key: &[u8; 32], nonce: &[u8; 24]) -> Self {
+        let mut secrets = Secrets::new();
+        secrets.derive(key, nonce);
+        secrets
+    }
+
+    /// Derives the message keys: the crate's KDF, the first 72 bytes of
+    /// BLAKE3-keyed(key, nonce).
     fn derive(&mut self, key: &[u8; 32], nonce: &[u8; 24]) {
         let words = crate::direct::key_words(key, &mut self.key);
         crate::direct::keyed_xof_24(words, nonce, &mut self.kdf);
@@ -174,17 +194,6 @@ impl Secrets {
                 None => tail.iter_mut().zip(stream).for_each(|(o, k)| *o ^= k),
             }
         }
-    }
-
-    fn wipe(&mut self) {
-        crate::wipe::wipe(&mut self.kdf);
-        crate::wipe::wipe(&mut self.key);
-        crate::wipe::wipe(&mut self.auth);
-        crate::wipe::wipe(&mut self.cv);
-        for block in &mut self.keystream[..self.blocks] {
-            crate::wipe::wipe_bytes(block);
-        }
-        self.blocks = 0;
     }
 }
 
@@ -592,15 +601,12 @@ pub fn seal(
     if aad.len().saturating_add(out.len()) <= DIRECT_MAX - 16 {
         let mut secrets = Secrets::new();
         let tag = seal_direct(&mut secrets, key, nonce, aad, source, out);
-        secrets.wipe();
         scrub_direct(aad.len() + out.len() + 16);
         return tag;
     }
-    let mut keys = Secrets::new();
-    keys.derive(key, nonce);
+    let keys = Secrets::derived(key, nonce);
     scrub_stack();
     let tag = parallel::install(pool, out.len(), |threads| seal_with(&keys, aad, source, out, threads));
-    keys.wipe();
     scrub_stack_deep();
     tag
 }
@@ -645,15 +651,12 @@ pub fn open(
     if aad.len().saturating_add(out.len()) <= DIRECT_MAX - 16 {
         let mut secrets = Secrets::new();
         let result = open_direct(&mut secrets, key, nonce, aad, &tag, source, out);
-        secrets.wipe();
         scrub_direct(aad.len() + out.len() + 16);
         return result;
     }
-    let mut keys = Secrets::new();
-    keys.derive(key, nonce);
+    let keys = Secrets::derived(key, nonce);
     scrub_stack();
     let result = parallel::install(pool, out.len(), |threads| open_with(&keys, aad, &tag, source, out, output, threads));
-    keys.wipe();
     scrub_stack_deep();
     result
 }
