@@ -845,15 +845,6 @@ pub(crate) unsafe fn open_combined(
     Ok(body_len)
 }
 
-/// The cipher at `ptr`; NULL or a freed cipher are errors (`object.rs`).
-///
-/// # Safety
-/// `ptr` is NULL or came from `cb3_aead_new`.
-unsafe fn aead_ref<'a>(ptr: *const cb3_aead) -> Cb3Result<&'a cb3_aead> {
-    // SAFETY: the caller's contract is `object::get`'s.
-    unsafe { crate::object::get(ptr) }
-}
-
 /// The cipher and the nonce that every exported AEAD call starts with,
 /// checked in that order, and the nonce's `Raw` view for the overlap checks.
 ///
@@ -866,7 +857,7 @@ unsafe fn cipher_and_nonce<'a>(
     nonce_len: usize,
 ) -> Cb3Result<(&'a cb3_aead, &'a [u8; 24], Raw)> {
     // SAFETY: the caller's contract.
-    let aead = unsafe { aead_ref(aead) }?;
+    let aead = unsafe { crate::object::get(aead) }?;
     // SAFETY: the caller's contract.
     let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
     Ok((aead, nonce, Raw::new(nonce.as_ptr(), 24)?))

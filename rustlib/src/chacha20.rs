@@ -264,24 +264,13 @@ pub struct cb3_chacha {
 impl Object for cb3_chacha {
     const MAGIC: u64 = u64::from_le_bytes(*b"cb3:chch");
     const NAME: &'static str = "cb3_chacha";
-    const FREE: &'static str = "cb3_chacha_free";
+    const FORK_BOUND: bool = true;
 }
 
 impl cb3_chacha {
     fn lock(&self) -> MutexGuard<'_, Engine> {
         object::lock(&self.engine)
     }
-}
-
-/// The object at `ptr`: NULL, a freed object or one created in another
-/// process (before `fork()`) are errors (see `object.rs`).
-///
-/// # Safety
-/// `ptr` is NULL or came from `cb3_chacha_new`.
-unsafe fn chacha_ref<'a>(ptr: *const cb3_chacha) -> Cb3Result<&'a cb3_chacha> {
-    // SAFETY: the caller's guarantee is get_here's (a pointer from
-    // cb3_chacha_new, freed or not, or NULL).
-    unsafe { object::get_here(ptr) }
 }
 
 /// Creates a ChaCha keystream from a 32-byte key, a nonce of 8, 12 or 24
@@ -368,7 +357,7 @@ pub unsafe extern "C" fn cb3_chacha_apply(
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
-        let chacha = unsafe { chacha_ref(chacha) }?;
+        let chacha = unsafe { object::get(chacha) }?;
         let data = Raw::new(input, input_len)?;
         if out.is_null() && input_len > 0 {
             return Err(cb3_result::NullParameter);
@@ -399,7 +388,7 @@ pub unsafe extern "C" fn cb3_chacha_seek(
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
-        let chacha = unsafe { chacha_ref(chacha) }?;
+        let chacha = unsafe { object::get(chacha) }?;
         let position = (u128::from(position_high) << 64) | u128::from(position_low);
         dispatch!(&mut *chacha.lock(), ks => ks.seek(position))
     })

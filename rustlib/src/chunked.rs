@@ -264,18 +264,9 @@ impl SendPtr {
     }
 }
 
-/// # Safety
-/// `ptr` is NULL or came from `cb3_chunked_new`.
-unsafe fn chunked_ref<'a>(ptr: *const cb3_chunked) -> Cb3Result<&'a cb3_chunked> {
-    // SAFETY: the caller's guarantee is get's (a pointer from
-    // cb3_chunked_new, freed or not, or NULL).
-    unsafe { object::get(ptr) }
-}
-
 impl Object for cb3_chunked {
     const MAGIC: u64 = u64::from_le_bytes(*b"cb3:chnk");
     const NAME: &'static str = "cb3_chunked";
-    const FREE: &'static str = "cb3_chunked_free";
 }
 
 fn flag(last: u32) -> Cb3Result<bool> {
@@ -463,7 +454,7 @@ unsafe fn batch_call(
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_chunked pointer or NULL).
-        let chunked = unsafe { chunked_ref(chunked) }?;
+        let chunked = unsafe { object::get(chunked) }?;
         let last = flag(last)?;
         let input = Raw::new(input, input_len)?;
         if out_required && out.is_null() {

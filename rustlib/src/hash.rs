@@ -164,7 +164,6 @@ impl Drop for cb3_blake3 {
 impl Object for cb3_blake3 {
     const MAGIC: u64 = u64::from_le_bytes(*b"cb3:blk3");
     const NAME: &'static str = "cb3_blake3";
-    const FREE: &'static str = "cb3_blake3_free";
 }
 
 /// A live hasher and the process that owns it.

@@ -40,16 +40,19 @@ use crate::errors::{cb3_result, Cb3Result};
 pub trait Object {
     /// The tag of a live object of this type.
     const MAGIC: u64;
-    /// The C name of the type and of its free function, for messages.
+    /// The C name of the type, for messages (its free function is
+    /// `<NAME>_free`).
     const NAME: &'static str;
-    const FREE: &'static str;
+    /// True for objects that carry a keystream position or a message
+    /// counter: a copy in a `fork()` child would reuse keystream or nonces,
+    /// so only the process that made one may use it (`CB3_RESULT_FORKED`).
+    const FORK_BOUND: bool = false;
 }
 
 // (The other types implement it next to their definitions.)
 impl Object for crate::aead::cb3_aead {
     const MAGIC: u64 = u64::from_le_bytes(*b"cb3:aead");
     const NAME: &'static str = "cb3_aead";
-    const FREE: &'static str = "cb3_aead_free";
 }
 
 /// Written over the tag when an object is freed.
@@ -110,25 +113,16 @@ unsafe fn live_header<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a Tagged<T>> 
     Ok(unsafe { &*tagged })
 }
 
-/// The live object at `ptr`, usable from any process (see [`live_header`]
-/// for the errors).
+/// The live object at `ptr` (see [`live_header`] for the errors); a
+/// `FORK_BOUND` one only in the process that created it, else
+/// `CB3_RESULT_FORKED`.
 ///
 /// # Safety
 /// As for [`live_header`].
 pub unsafe fn get<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
     // SAFETY: the caller's guarantee is live_header's.
-    unsafe { live_header(ptr) }.map(|tagged| &tagged.value)
-}
-
-/// The live object at `ptr` if this process created it, else
-/// `CB3_RESULT_FORKED`.
-///
-/// # Safety
-/// As for [`live_header`].
-pub unsafe fn get_here<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
-    // SAFETY: the caller's guarantee is live_header's.
     let tagged = unsafe { live_header(ptr) }?;
-    if tagged.owner.load(Ordering::Acquire) != process_id() {
+    if T::FORK_BOUND && tagged.owner.load(Ordering::Acquire) != process_id() {
         return Err(cb3_result::Forked);
     }
     Ok(&tagged.value)
@@ -164,8 +158,8 @@ pub unsafe fn free<T: Object>(ptr: *mut T) {
     if !released {
         let _ = writeln!(
             std::io::stderr(),
-            "cb3: {}({:p}): not a live {} (freed twice, or never made by cb3): aborting",
-            T::FREE,
+            "cb3: {}_free({:p}): not a live {} (freed twice, or never made by cb3): aborting",
+            T::NAME,
             ptr,
             T::NAME
         );

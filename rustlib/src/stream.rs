@@ -52,7 +52,7 @@ pub struct cb3_stream {
 impl Object for cb3_stream {
     const MAGIC: u64 = u64::from_le_bytes(*b"cb3:strm");
     const NAME: &'static str = "cb3_stream";
-    const FREE: &'static str = "cb3_stream_free";
+    const FORK_BOUND: bool = true;
 }
 
 impl cb3_stream {
@@ -84,13 +84,6 @@ impl cb3_stream {
         self.index_seen.store(*index, Ordering::Relaxed);
         Ok(written)
     }
-}
-
-/// The stream at `ptr`: NULL, a freed stream or one created in another
-/// process (before `fork()`) are errors.
-unsafe fn stream_ref<'a>(ptr: *const cb3_stream) -> Cb3Result<&'a cb3_stream> {
-    // SAFETY: the caller's guarantee is get_here's (a pointer from cb3_stream_new, freed or not, or NULL).
-    unsafe { object::get_here(ptr) }
 }
 
 fn nonce_raw(nonce: &[u8; 24]) -> Raw {
@@ -179,7 +172,8 @@ pub unsafe extern "C" fn cb3_stream_free(stream: *mut cb3_stream) {
 #[no_mangle]
 pub unsafe extern "C" fn cb3_stream_message_index(stream: *const cb3_stream) -> u64 {
     // SAFETY: the C caller's contract (a cb3_stream pointer, freed or not, or NULL).
-    ffi_boundary_or(0, || unsafe { object::get(stream) }.map_or(0, |stream| stream.index_seen.load(Ordering::Relaxed)))
+    // (get_with_owner: this read is allowed in a fork() child too.)
+    ffi_boundary_or(0, || unsafe { object::get_with_owner(stream) }.map_or(0, |(stream, _)| stream.index_seen.load(Ordering::Relaxed)))
 }
 
 /// Encrypts the next message: writes `ciphertext || tag` (exactly
@@ -219,7 +213,7 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_stream pointer or NULL).
-        let stream = unsafe { stream_ref(stream) }?;
+        let stream = unsafe { object::get(stream) }?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
         // SAFETY: the C caller's contract: each buffer valid for its length;
@@ -306,7 +300,7 @@ unsafe fn stream_decrypt(
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_stream pointer or NULL).
-        let stream = unsafe { stream_ref(stream) }?;
+        let stream = unsafe { object::get(stream) }?;
         let input = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
         // SAFETY: the C caller's contract: each buffer valid for its length;
