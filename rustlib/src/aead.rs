@@ -784,12 +784,7 @@ pub(crate) unsafe fn seal_combined(
     // SAFETY: the caller's contract: `nonce` is a valid pair.
     let nonce_bytes = unsafe { fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength) }?;
     let total = data.len.checked_add(CB3_TAG_SIZE).ok_or(cb3_result::InvalidArgument)?;
-    if out.is_null() {
-        return Err(cb3_result::NullParameter);
-    }
-    if out_len < total {
-        return Err(cb3_result::InsufficientSize);
-    }
+    Raw::output(out, out_len, total)?;
     let body = Raw::new(out, data.len)?;
     let tag_out = Raw::new(out.wrapping_add(data.len), CB3_TAG_SIZE)?;
     disjoint(&tag_out, &[data, aad, nonce])?;
@@ -826,15 +821,9 @@ pub(crate) unsafe fn open_combined(
         return Err(cb3_result::DecryptionFailed);
     }
     let body_len = input.len - CB3_TAG_SIZE;
-    if out.is_null() && body_len > 0 {
-        return Err(cb3_result::NullParameter);
-    }
-    if out_len < body_len {
-        return Err(cb3_result::InsufficientSize);
-    }
+    let out = Raw::output(out, out_len, body_len)?;
     let data = Raw::new(input.ptr, body_len)?;
     let tag = Raw::new(input.ptr.wrapping_add(body_len), CB3_TAG_SIZE)?;
-    let out = Raw::new(out, body_len)?;
     // SAFETY: the caller's contract: `input` and `aad` are valid pairs and
     // `out` holds `out_len >= body_len` writable bytes.
     let (source, out) = unsafe { data_and_output(data, out, &[tag, aad, nonce]) }?;
@@ -1145,14 +1134,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
         let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let data = Raw::new(plaintext, plaintext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        if (ciphertext_out.is_null() && plaintext_len > 0) || tag_out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        if ciphertext_out_len < plaintext_len || tag_out_len < CB3_TAG_SIZE {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let body = Raw::new(ciphertext_out, plaintext_len)?;
-        let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
+        let body = Raw::output(ciphertext_out, ciphertext_out_len, plaintext_len)?;
+        let tag_raw = Raw::output(tag_out, tag_out_len, CB3_TAG_SIZE)?;
         disjoint(&tag_raw, &[data, aad, nonce_raw, body])?;
         // SAFETY: the C caller's contract: every pointer valid for its length.
         let (source, body) = unsafe { data_and_output(data, body, &[aad, nonce_raw]) }?;
@@ -1251,13 +1234,7 @@ unsafe fn decrypt_detached(
         let (tag, tag_raw) = unsafe { tag_arg(tag, tag_len) }?;
         let data = Raw::new(ciphertext, ciphertext_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        if plaintext_out.is_null() && ciphertext_len > 0 {
-            return Err(cb3_result::NullParameter);
-        }
-        if plaintext_out_len < ciphertext_len {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let out = Raw::new(plaintext_out, ciphertext_len)?;
+        let out = Raw::output(plaintext_out, plaintext_out_len, ciphertext_len)?;
         // SAFETY: the C caller's contract: every pointer valid for its length.
         let (source, out) = unsafe { data_and_output(data, out, &[tag_raw, aad, nonce_raw]) }?;
         // SAFETY: as above; `aad` does not overlap `out` (checked).
@@ -1303,13 +1280,7 @@ pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
         let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let buf = Raw::new(buf, buf_len)?;
         let aad = Raw::new(aad, aad_len)?;
-        if tag_out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        if tag_out_len < CB3_TAG_SIZE {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let tag_raw = Raw::new(tag_out, CB3_TAG_SIZE)?;
+        let tag_raw = Raw::output(tag_out, tag_out_len, CB3_TAG_SIZE)?;
         disjoint(&tag_raw, &[buf, aad, nonce_raw])?;
         disjoint(&buf, &[aad, nonce_raw])?;
         // SAFETY: the C caller's contract: `buf` and `aad` valid for their

@@ -29,6 +29,19 @@ impl Raw {
         Ok(Raw { ptr, len })
     }
 
+    /// The first `need` bytes of the output buffer `(ptr, capacity)`: NULL
+    /// (when `need` is not 0) is `CB3_RESULT_NULL_PARAMETER`, a capacity
+    /// below `need` `CB3_RESULT_INSUFFICIENT_SIZE`.
+    pub fn output(ptr: *mut u8, capacity: usize, need: usize) -> Cb3Result<Self> {
+        if ptr.is_null() && need > 0 {
+            return Err(cb3_result::NullParameter);
+        }
+        if capacity < need {
+            return Err(cb3_result::InsufficientSize);
+        }
+        Raw::new(ptr, need)
+    }
+
     fn range(&self) -> (usize, usize) {
         let start = self.ptr as usize;
         (start, start + self.len)

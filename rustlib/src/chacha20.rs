@@ -359,13 +359,7 @@ pub unsafe extern "C" fn cb3_chacha_apply(
         // SAFETY: the C caller's contract (a cb3_chacha pointer or NULL).
         let chacha = unsafe { object::get(chacha) }?;
         let data = Raw::new(input, input_len)?;
-        if out.is_null() && input_len > 0 {
-            return Err(cb3_result::NullParameter);
-        }
-        if out_len < input_len {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let out = Raw::new(out, input_len)?;
+        let out = Raw::output(out, out_len, input_len)?;
         // SAFETY: the C caller's contract: `input_len` readable and writable
         // bytes at `input` and `out`; data_and_output checks their overlap.
         let (source, out) = unsafe { data_and_output(data, out, &[]) }?;
@@ -453,13 +447,7 @@ pub unsafe extern "C" fn cb3_hchacha20(
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         // SAFETY: as for the key.
         let nonce = unsafe { fixed::<16>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-        if out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        if out_len < 32 {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let out = Raw::new(out, 32)?;
+        let out = Raw::output(out, out_len, 32)?;
         disjoint(&out, &[key_raw, nonce_raw])?;
         let mut subkey = hchacha::<R20>(key.into(), nonce.into());
         // SAFETY: the contract: 32 writable bytes at `out` (out_len >= 32),

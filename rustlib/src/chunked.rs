@@ -306,13 +306,7 @@ pub unsafe extern "C" fn cb3_chunked_header_encode(
         let prefix =
             unsafe { fixed::<CB3_CHUNKED_PREFIX_SIZE>(nonce_prefix, nonce_prefix_len, cb3_result::InvalidNonceLength) }?;
         check_chunk_size(chunk_size)?;
-        if out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
-        if out_len < CB3_CHUNKED_HEADER_SIZE {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let out = Raw::new(out, CB3_CHUNKED_HEADER_SIZE)?;
+        let out = Raw::output(out, out_len, CB3_CHUNKED_HEADER_SIZE)?;
         disjoint(&out, &[Raw::new(nonce_prefix, nonce_prefix_len)?])?;
         let header = Header { chunk_size, nonce_prefix: *prefix }.encode();
         // SAFETY: the contract: `out_len` (checked >= 27) writable bytes at
