@@ -81,6 +81,7 @@ const INTERRUPT_EVERY: Duration = Duration::from_millis(20);
 const ADOPT_WAIT: Duration = Duration::from_millis(100);
 
 /// How a hasher may use threads.
+#[derive(Clone)]
 enum Threads {
     Single,
     Auto,
@@ -99,14 +100,6 @@ impl Threads {
                 Some(pool) => Threads::Pool(pool),
                 None => Threads::Single,
             },
-        }
-    }
-
-    fn share(&self) -> Self {
-        match self {
-            Threads::Single => Threads::Single,
-            Threads::Auto => Threads::Auto,
-            Threads::Pool(pool) => Threads::Pool(Arc::clone(pool)),
         }
     }
 
@@ -336,7 +329,7 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
         // SAFETY: `copy_out` is not NULL and valid for a write (the contract). The copy is built in the
         // call's argument, not in a local of this frame, which scrub_stack would not reach.
         let made =
-            unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.share() }, copy_out) };
+            unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.clone() }, copy_out) };
         scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
         made
     })
