@@ -48,7 +48,8 @@ pub const CB3_NONCE_SIZE: usize = 24;
 /// hold at least this much.
 pub const CB3_TAG_SIZE: usize = 32;
 
-/// Bytes per copy + XOR step of the final pass of a staged decryption.
+/// Bytes per keystream step of the final pass of a staged decryption (which
+/// XORs from the private copy into the output).
 const XOR_PIECE: usize = 64 * 1024;
 
 /// Bytes per piece of the one pass over a message (see `process`): each
@@ -85,8 +86,9 @@ pub(crate) const DIRECT_MAX: usize = crate::direct::MAX_INPUT;
 /// on the stack (no thread-local buffer): one BLAKE3 chunk.
 const STACK_STAGE: usize = crate::direct::CHUNK_LEN;
 
-/// The per-message secrets of the direct path, in one place so that one
-/// write wipes them all.
+/// The per-message secrets (of both paths; the direct path also keeps its
+/// MAC state and last keystream here), in one place so that one drop wipes
+/// them all.
 #[repr(C, align(64))]
 struct Secrets {
     /// The KDF's output: enc_key || auth_key || enc_nonce, then 56 unused
@@ -1361,8 +1363,7 @@ mod tests {
                 let nonce: [u8; 24] = bytes(i + 1, 24).try_into().unwrap();
                 let (pt, aad) = (bytes(i + 2, len), bytes(i + 3, aad_len));
                 let expected = ChaCha20Blake3::new(key).encrypt(&nonce, &pt, &aad);
-                let mut keys = Secrets::new();
-                keys.derive(&key, &nonce);
+                let keys = Secrets::derived(&key, &nonce);
                 let tag: [u8; 32] = expected[len..].try_into().unwrap();
                 for threads in [1, 2, 3, 5, 8, 64] {
                     let what = format!("length {len}, aad {aad_len}, {threads} threads");
