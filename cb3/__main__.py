@@ -23,12 +23,14 @@ exit status:
   1  failure: a known-answer test failed, b3sum found a mismatch or could not
      read a file, or the reader of the output went away (e.g. `| head`)
   2  usage error (unknown command or option, bad value)
-  encrypt/decrypt: 1 invalid or tampered stream or wrong key, 3 I/O error, 130 interrupted
+  encrypt/decrypt: 1 invalid or tampered stream or wrong key, 3 I/O error, 130 interrupted,
+     143 SIGTERM, 129 SIGHUP (no partial output is left behind)
 
 examples:
   python -m cb3                       self-check (the same as `python -m cb3 selftest`)
   python -m cb3 bench --quick         speed next to the installed peers
   python -m cb3 b3sum FILE...         BLAKE3 checksums, like b3sum
+  python -m cb3 keygen -o K           a new key file (mode 0600) for --key-file
   python -m cb3 encrypt --key-file K -o big.cb3 big.iso    a file of any size (decrypt: the same)
   cc app.c $(python -m cb3 --cflags --libs)
 """

@@ -64,6 +64,10 @@ TAG_SIZE = 32
 #: L2 while it is sealed, and the I/O calls stay few.
 BATCH_BYTES_PER_THREAD = 256 * 1024
 
+#: A reader's first read of a batch: its buffers grow from here as the input
+#: fills them, so what it allocates is bounded by what the input holds.
+FIRST_READ = 64 * 1024
+
 _FAILED = (
     "chunk {index} failed to authenticate: wrong key or associated data, a modified header, "
     "a modified, reordered, dropped, duplicated or spliced chunk, or a stream cut inside this chunk"
@@ -114,20 +118,37 @@ def decode_header(header: bytes) -> tuple[int, bytes]:
     return chunk_size, bytes(header[12:STREAM_HEADER_SIZE])
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), which also caps
+    rustlib's pools: more threads than this only cost memory."""
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except OSError:
+            pass
+    return os.cpu_count() or 1
+
+
 def _threads(max_threads: int) -> int:
-    """max_threads as Python spells it (n >= 1 or cb3.AUTO) -> rustlib's (0 = every core)."""
+    """max_threads as Python spells it (n >= 1 or cb3.AUTO) -> rustlib's (0 =
+    every core), capped at the usable cores as rustlib caps its pools: the
+    helpers size their buffers and start their threads by this number."""
     if not isinstance(max_threads, int) or isinstance(max_threads, bool):
         raise TypeError("max_threads must be an int")
     if max_threads == _cb3.AUTO:
         return 0
     if max_threads < 1:
         raise ValueError("max_threads must be a positive int or cb3.AUTO (-1)")
-    return max_threads
+    return min(max_threads, usable_cores())
+
+
+def _workers(threads: int) -> int:
+    """The threads that work on batches: _threads' result, 0 being every usable core."""
+    return threads or usable_cores()
 
 
 def _batch_chunks(threads: int, chunk_size: int) -> int:
-    workers = threads or (os.cpu_count() or 1)
-    return max(1, BATCH_BYTES_PER_THREAD * workers // chunk_size)
+    return max(1, BATCH_BYTES_PER_THREAD * _workers(threads) // chunk_size)
 
 
 def _read_full(source: Source, view: memoryview) -> int:
@@ -212,6 +233,18 @@ class _PlaintextFile(io.BufferedIOBase):
         if self.closed:
             raise ValueError("I/O operation on closed file.")
 
+    #: What to do instead of copying (set by each class).
+    _instead_of_copying = ""
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # copy.copy, copy.deepcopy and pickle all come here: a copy would
+        # share the chunk counter and buffers (a writer's copy would seal
+        # other data under the same nonces).
+        raise TypeError(f"cannot copy or pickle '{type(self).__name__}' object: {self._instead_of_copying}")
+
+    def __reduce__(self) -> Any:
+        return self.__reduce_ex__(0)
+
 
 class EncryptingWriter(_PlaintextFile):
     """A write-only binary file that encrypts into ``file``, a binary file
@@ -222,14 +255,31 @@ class EncryptingWriter(_PlaintextFile):
 
     The header is written at once; chunks are written as they fill.
     ``close()`` (or leaving a ``with`` block normally) seals the final chunk
-    and flushes ``file`` but does not close it. If the ``with`` block raises,
-    or the writer is garbage-collected unclosed, or a write to ``file`` failed,
-    the final chunk is never written: the output then fails to decrypt with
-    StreamTruncatedError instead of passing for a complete, shorter stream.
-    ``flush()`` flushes ``file`` but cannot force out a partial chunk (chunks
-    have a fixed size). ``max_threads=N`` or ``cb3.AUTO`` seals batches of
-    chunks on several threads; the bytes are the same.
+    and flushes ``file`` but does not close it. ``flush()`` flushes ``file``
+    but cannot force out a partial chunk (chunks have a fixed size).
+    ``max_threads=N`` or ``cb3.AUTO`` seals batches of chunks on several
+    threads; the bytes are the same.
+
+    The rule for an interrupted producer: the final chunk is never written
+    (the output then fails to decrypt with StreamTruncatedError instead of
+    passing for a complete, shorter stream) when the ``with`` block raises,
+    when ``close()`` is called while an exception raised since the writer was
+    made is propagating or being handled (a wrapper such as
+    ``io.TextIOWrapper``, ``io.BufferedWriter`` or ``contextlib.closing``
+    closing it on its way out of a failing ``with`` block, a ``finally:``
+    clause), when the writer or a wrapper of it is garbage-collected
+    unclosed, or after a write to ``file`` failed. ``finish()`` seals
+    explicitly, whatever is being handled. ``abort()`` never seals.
+
+    The writer belongs to the process that made it: it cannot be copied or
+    pickled, and in a ``fork()`` child it raises RuntimeError (both copies
+    would seal different data under the same nonces).
     """
+
+    _instead_of_copying = (
+        "two copies would seal different data under the same nonces; create a new EncryptingWriter "
+        "(it picks a fresh nonce prefix)"
+    )
 
     def __init__(
         self,
@@ -239,23 +289,40 @@ class EncryptingWriter(_PlaintextFile):
         associated_data: Buffer | None = None,
         chunk_size: int = STREAM_CHUNK_SIZE,
         max_threads: int = 1,
-        _nonce_prefix: bytes | None = None,
-        _calling_thread: bool = False,
     ) -> None:
+        self._start(file, key, associated_data, chunk_size, max_threads, None, False)
+
+    def _start(
+        self,
+        file: WritableFile,
+        key: Buffer,
+        associated_data: Buffer | None,
+        chunk_size: int,
+        max_threads: int,
+        nonce_prefix: bytes | None,
+        calling_thread: bool,
+    ) -> None:
+        """__init__, plus the two internal knobs (_new_writer): a fixed
+        nonce prefix (test vectors only) and sealing on the calling thread."""
         self._file: Source = cast(Any, file)
         self._sealed = True  # until the header is written: nothing to seal on close
+        self._pid = os.getpid()
+        # The exception being handled when the writer was made (usually
+        # None): closing while it is still being handled is no interruption.
+        self._handling_at_start: BaseException | None = sys.exc_info()[1]
+        self._finalizing = False
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool):
             raise TypeError("chunk_size must be an int")
         if not STREAM_MIN_CHUNK_SIZE <= chunk_size <= STREAM_MAX_CHUNK_SIZE:
             raise ValueError(f"chunk_size must be in {STREAM_MIN_CHUNK_SIZE}..{STREAM_MAX_CHUNK_SIZE}")
         threads = _threads(max_threads)
-        prefix = os.urandom(PREFIX_SIZE) if _nonce_prefix is None else bytes(_nonce_prefix)
+        prefix = os.urandom(PREFIX_SIZE) if nonce_prefix is None else bytes(nonce_prefix)
         if len(prefix) != PREFIX_SIZE:
             raise ValueError(f"nonce prefix must be {PREFIX_SIZE} bytes")
         header = encode_header(chunk_size, prefix)
-        # _calling_thread: every seal runs on the thread that calls it
+        # calling_thread: every seal runs on the thread that calls it
         # (encrypt_file's workers), never on the pool.
-        self._chunked = _cb3.Chunked(key, header, associated_data, 1 if _calling_thread else threads)
+        self._chunked = _cb3.Chunked(key, header, associated_data, 1 if calling_thread else threads)
         self._threads = threads
         self._chunk_size = chunk_size
         self._batch = _batch_chunks(threads, chunk_size)
@@ -271,8 +338,17 @@ class EncryptingWriter(_PlaintextFile):
         _write_all(file, memoryview(header))
         self._sealed = False
 
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                "this cb3.EncryptingWriter was created in another process and cannot be used after fork(): parent "
+                "and child would both seal chunks under the same nonces, and two chunks under one nonce reveal "
+                "each other's plaintext; create a new EncryptingWriter (it picks a fresh nonce prefix) in this process"
+            )
+
     def _seal(self, data: memoryview, last: bool) -> None:
         """Seals `data` as the next chunks and writes them."""
+        self._check_process()
         if self._broken:
             raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
         try:
@@ -286,6 +362,7 @@ class EncryptingWriter(_PlaintextFile):
     def write(self, data: Buffer) -> int:
         """Encrypts ``data`` (any bytes-like object); returns len(data)."""
         self._check_open()
+        self._check_process()
         if self._broken:
             raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
         with memoryview(data) as raw:
@@ -325,8 +402,34 @@ class EncryptingWriter(_PlaintextFile):
         if flush is not None:
             flush()
 
+    def _interrupted(self) -> bool:
+        """Whether a close() now is an interruption: a wrapper of the writer is
+        being garbage-collected, or an exception raised since the writer was
+        made is propagating or being handled."""
+        handling = sys.exc_info()[1]
+        return self._finalizing or (handling is not None and handling is not self._handling_at_start)
+
+    def _dealloc_warn(self, source: object) -> None:
+        # io's wrappers (TextIOWrapper, BufferedWriter) call this on the file
+        # they wrap just before closing it from their finalizer: a writer
+        # closed by the garbage collector is an interrupted one.
+        self._finalizing = True
+
     def close(self) -> None:
-        """Seals the final chunk, flushes ``file`` (which stays open)."""
+        """Seals the final chunk and flushes ``file`` (which stays open); but
+        see the class's rule: after an interruption it closes without sealing,
+        as abort() does."""
+        if self.closed:
+            return
+        if not self._sealed and self._interrupted():
+            self.abort()
+            return
+        self.finish()
+
+    def finish(self) -> None:
+        """Seals the final chunk, flushes ``file`` (which stays open) and
+        closes the writer, whatever exception is being handled: the explicit
+        way to complete a stream, e.g. from an ``except`` clause."""
         if self.closed:
             return
         try:
@@ -355,6 +458,7 @@ class EncryptingWriter(_PlaintextFile):
             super().close()
 
     def _release(self) -> None:
+        self._handling_at_start = None
         if hasattr(self, "_pending_view"):  # not when __init__ failed
             self._fill = 0
             self._pending_view[:] = bytes(len(self._pending))  # wipe buffered plaintext
@@ -362,8 +466,8 @@ class EncryptingWriter(_PlaintextFile):
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is not None:
             self.abort()
-        else:
-            self.close()
+        else:  # the block completed: an explicit end of the data
+            self.finish()
 
     def __del__(self) -> None:
         # Never seal from the garbage collector: an unclosed writer is an
@@ -373,6 +477,25 @@ class EncryptingWriter(_PlaintextFile):
                 self.abort()
         except Exception:
             pass
+
+
+def _new_writer(
+    file: WritableFile,
+    key: Buffer,
+    *,
+    associated_data: Buffer | None = None,
+    chunk_size: int = STREAM_CHUNK_SIZE,
+    max_threads: int = 1,
+    nonce_prefix: bytes | None = None,
+    calling_thread: bool = False,
+) -> EncryptingWriter:
+    """An EncryptingWriter with the internal knobs no public signature has:
+    `nonce_prefix` fixes the prefix (test vectors only: two streams under one
+    key and prefix share every nonce), `calling_thread` seals on the calling
+    thread only (encrypt_file's workers)."""
+    writer = EncryptingWriter.__new__(EncryptingWriter)
+    writer._start(file, key, associated_data, chunk_size, max_threads, nonce_prefix, calling_thread)
+    return writer
 
 
 # ---- reading ------------------------------------------------------------------
@@ -394,9 +517,14 @@ class DecryptingReader(_PlaintextFile):
     final chunk first, so the size it returns is authenticated). Note that
     reading part of a stream verifies that part only: read to the end to
     know the stream is complete. ``close()`` does not close ``file``.
+
+    Buffers grow with the data that arrives, never beyond what the input
+    holds: the header's chunk size is not authenticated until chunk 0
+    verifies, so a short input claiming 16 MiB chunks costs no 16 MiB.
     """
 
     _reading = True
+    _instead_of_copying = "open the file again and make a new DecryptingReader"
 
     def __init__(
         self,
@@ -405,8 +533,13 @@ class DecryptingReader(_PlaintextFile):
         *,
         associated_data: Buffer | None = None,
         max_threads: int = 1,
-        _calling_thread: bool = False,
     ) -> None:
+        self._start_reading(file, key, associated_data, max_threads, False)
+
+    def _start_reading(
+        self, file: ReadableFile, key: Buffer, associated_data: Buffer | None, max_threads: int, calling_thread: bool
+    ) -> None:
+        """__init__, plus opening on the calling thread only (decrypt_file's workers)."""
         self._file: Source = cast(Any, file)
         threads = _threads(max_threads)
         try:
@@ -417,19 +550,23 @@ class DecryptingReader(_PlaintextFile):
         header = bytearray(STREAM_HEADER_SIZE)
         got = _read_full(file, memoryview(header))
         chunk_size, _ = decode_header(bytes(header[:got]))
-        # _calling_thread: every open runs on the thread that calls it
+        # calling_thread: every open runs on the thread that calls it
         # (decrypt_file's workers), never on the pool.
-        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, 1 if _calling_thread else threads)
+        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, 1 if calling_thread else threads)
         self._chunk_size = chunk_size
         self._piece = chunk_size + TAG_SIZE
         self._batch = _batch_chunks(threads, chunk_size)
-        self._raw = bytearray(self._batch * self._piece + 1)
+        # A batch and one byte of lookahead; the buffers start small and grow
+        # as data arrives (_read_batch, _reserve_plain).
+        self._raw_want = self._batch * self._piece + 1
+        self._raw = bytearray(min(self._raw_want, FIRST_READ))
         self._raw_view = memoryview(self._raw)
         self._carry = 0  # lookahead bytes already at the start of _raw
-        self._plain = bytearray(self._batch * chunk_size)
+        self._plain = bytearray(0)
         self._plain_view = memoryview(self._plain)
         self._plain_len = 0
         self._plain_pos = 0
+        self._plain_base = 0  # the plaintext offset of the buffer's first byte
         self._index = 0  # the next chunk to decrypt
         self._position = 0  # plaintext offset of the next byte returned
         self._done = False  # the final chunk verified and is in (or past) the buffer
@@ -509,8 +646,8 @@ class DecryptingReader(_PlaintextFile):
             self._file.seek(self._start + STREAM_HEADER_SIZE + self._index * self._piece)
             self._carry = 0
             self._reposition = False
-        want = len(self._raw)
-        got = self._carry + _read_full(self._file, self._raw_view[self._carry :])
+        want = self._raw_want
+        got = self._read_batch()
         last = got < want
         length = got if last else want - 1
         if got == 0:
@@ -522,6 +659,9 @@ class DecryptingReader(_PlaintextFile):
             self._plain_len = self._plain_pos = 0
             return
         data = self._raw_view[:length]
+        full, rest = divmod(length, self._piece)
+        self._reserve_plain(full * self._chunk_size + max(0, rest - TAG_SIZE))
+        self._plain_base = self._index * self._chunk_size
         try:
             n = self._open(self._index, last, data, self._plain_view)
         except DecryptionError:
@@ -533,6 +673,26 @@ class DecryptingReader(_PlaintextFile):
         else:
             self._raw[0] = self._raw[want - 1]
             self._carry = 1
+
+    def _read_batch(self) -> int:
+        """Reads up to a batch and its lookahead byte into _raw (after the
+        carried byte), doubling _raw while the input keeps filling it; returns
+        the bytes in _raw."""
+        got = self._carry
+        while True:
+            got += _read_full(self._file, self._raw_view[got:])
+            if got < len(self._raw) or len(self._raw) == self._raw_want:
+                return got
+            bigger = bytearray(min(self._raw_want, 2 * len(self._raw)))  # ciphertext: no wipe needed
+            bigger[:got] = self._raw_view[:got]
+            self._raw, self._raw_view = bigger, memoryview(bigger)
+
+    def _reserve_plain(self, size: int) -> None:
+        """Makes the plaintext buffer hold at least `size` bytes (the old one wiped)."""
+        if len(self._plain) < size:
+            self._plain_view[:] = bytes(len(self._plain))
+            self._plain = bytearray(size)
+            self._plain_view = memoryview(self._plain)
 
     def _next_batch(self) -> memoryview:
         """The plaintext of the next batch (empty at the end): for the file
@@ -597,7 +757,7 @@ class DecryptingReader(_PlaintextFile):
         if size is None or size < 0:
             parts: list[bytes] = []
             while True:
-                part = self.read1(len(self._plain) or 1)
+                part = self.read1()
                 if not part:
                     return b"".join(parts)
                 parts.append(part)
@@ -608,8 +768,8 @@ class DecryptingReader(_PlaintextFile):
 
     def read1(self, size: int = -1) -> bytes:
         self._check_open()
-        if size < 0:
-            size = len(self._plain)
+        if size < 0:  # what is buffered, or the next batch
+            size = self._plain_len - self._plain_pos if self._ensure() else 0
         out = bytearray(size)
         n = self.readinto1(out)
         del out[n:]
@@ -683,7 +843,7 @@ class DecryptingReader(_PlaintextFile):
         if target == self._position and self._error is None:
             return target
         # Within the current buffer: no I/O.
-        batch_start = self._position - self._plain_pos
+        batch_start = self._plain_base
         if batch_start <= target < batch_start + self._plain_len and self._error is None:
             self._plain_pos = target - batch_start
             self._position = target
@@ -748,10 +908,14 @@ class _BackgroundWriter:
 
     def submit(self, buffer: bytearray, end: int, start: int = 0) -> None:
         self._check()
+        if not any(buffer is known for known in self._buffers):
+            self._buffers.append(buffer)  # a caller's buffer joins the pool: wiped with it
         self._todo.put((buffer, start, end))
 
     def close(self, wipe: bool = False) -> None:
-        """Waits for the queued writes; raises the first write error."""
+        """Waits for the queued writes; raises the first write error. With
+        `wipe`, zeroes every buffer that passed through (its own and those
+        submitted to it)."""
         self._todo.put(None)
         self._thread.join()
         if wipe:  # plaintext (decrypt_file)
@@ -789,6 +953,27 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[io.BufferedWriter]:
         pass
 
 
+def same_file(source: Any, dst: Any) -> bool:
+    """Whether `dst` (a path or a file object) is the file `source` (a file
+    object) reads, by device and inode whatever the paths: writing it would
+    overwrite the input while it is read."""
+    try:
+        here = os.fstat(source.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    try:
+        there = os.stat(dst) if isinstance(dst, (str, os.PathLike)) else os.fstat(dst.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    # Only where data is stored: /dev/null to /dev/null or a terminal both ways is no loop.
+    return os.path.samestat(here, there) and (stat.S_ISREG(here.st_mode) or stat.S_ISBLK(here.st_mode))
+
+
+def _refuse_same_file(source: Any, dst: Any) -> None:
+    if same_file(source, dst):
+        raise ValueError("src and dst are the same file: the output would overwrite the input while it is read")
+
+
 @contextmanager
 def _opened(target: Any, mode: str) -> Iterator[Any]:
     if isinstance(target, (str, os.PathLike)):
@@ -811,7 +996,6 @@ def encrypt_file(
     chunk_size: int = STREAM_CHUNK_SIZE,
     max_threads: int = 1,
     progress: Callable[[int], None] | None = None,
-    _nonce_prefix: bytes | None = None,
 ) -> int:
     """Encrypts ``src`` into ``dst`` in cb3's chunked format; returns the
     plaintext bytes encrypted. Each is a path or a binary file object (read
@@ -822,34 +1006,60 @@ def encrypt_file(
     With ``max_threads`` > 1 between two regular files, each thread reads,
     seals and writes its own batches at their offsets (docs/stream-format.md);
     the source must then keep its size during the call, else
-    ``cb3.chunked.SourceChangedError`` (an OSError) and no complete stream."""
-    with _opened(src, "rb") as source, _opened(dst, "wb") as sink:
-        fds = _offset_fds(source, sink, max_threads)
-        writer = EncryptingWriter(
-            sink,
-            key,
-            associated_data=associated_data,
-            chunk_size=chunk_size,
-            max_threads=max_threads,
-            _nonce_prefix=_nonce_prefix,
-            _calling_thread=max_threads != 1,
-        )
-        try:
-            workers = writer._threads or (os.cpu_count() or 1)
-            if writer._threads == 1:
-                total = _encrypt_batches(writer, source, progress)
-            elif fds is not None:
-                total = _encrypt_at_offsets(writer, source, sink, *fds, workers, progress)
-            else:
-                total = _SealingPipeline(writer, sink, workers).run(source, progress)
-            writer._sealed = True
-            if progress is not None:
-                progress(total)
-        except BaseException:
-            writer.abort()
-            raise
-        writer.close()
-        return total
+    ``cb3.chunked.SourceChangedError`` (an OSError) and no complete stream.
+    ``src`` and ``dst`` must not be the same file (ValueError)."""
+    return _encrypt_file(key, src, dst, associated_data=associated_data, chunk_size=chunk_size,
+                         max_threads=max_threads, progress=progress)
+
+
+def _encrypt_file(
+    key: Buffer,
+    src: PathOrReadable,
+    dst: PathOrWritable,
+    *,
+    associated_data: Buffer | None = None,
+    chunk_size: int = STREAM_CHUNK_SIZE,
+    max_threads: int = 1,
+    progress: Callable[[int], None] | None = None,
+    nonce_prefix: bytes | None = None,
+) -> int:
+    """encrypt_file, and a fixed nonce prefix for test vectors (never for
+    data: two streams under one key and prefix share every nonce)."""
+    with _opened(src, "rb") as source:
+        _refuse_same_file(source, dst)
+        with _opened(dst, "wb") as sink:
+            return _encrypt_opened(key, source, sink, associated_data, chunk_size, max_threads, progress,
+                                   nonce_prefix)
+
+
+def _encrypt_opened(key: Buffer, source: Source, sink: Source, associated_data: Buffer | None, chunk_size: int,
+                    max_threads: int, progress: Callable[[int], None] | None, nonce_prefix: bytes | None) -> int:
+    fds = _offset_fds(source, sink, max_threads)
+    writer = _new_writer(
+        sink,
+        key,
+        associated_data=associated_data,
+        chunk_size=chunk_size,
+        max_threads=max_threads,
+        nonce_prefix=nonce_prefix,
+        calling_thread=max_threads != 1,
+    )
+    try:
+        workers = _workers(writer._threads)
+        if writer._threads == 1:
+            total = _encrypt_batches(writer, source, progress)
+        elif fds is not None:
+            total = _encrypt_at_offsets(writer, source, sink, *fds, workers, progress)
+        else:
+            total = _SealingPipeline(writer, sink, workers).run(source, progress)
+        writer._sealed = True
+        if progress is not None:
+            progress(total)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.finish()
+    return total
 
 
 def _encrypt_batches(writer: EncryptingWriter, source: Source, progress: Callable[[int], None] | None) -> int:
@@ -1231,7 +1441,8 @@ def _decrypt_at_offsets(reader: DecryptingReader, source: Source, sink: Source, 
         _pwrite_all(dst_fd, plain[:n], out_start + batch * capacity)
         return n
 
-    pipeline = _OffsetPipeline(workers, count, opened_size, capacity, job)
+    # Buffers no larger than the input: its header's chunk size is not yet authenticated.
+    pipeline = _OffsetPipeline(workers, count, min(opened_size, body), min(capacity, body), job)
     total = pipeline.run_checked(progress, (src_fd, in_start, body), (sink, dst_fd),
                                  lambda batch, done: out_start + batch * capacity + done)
     sink.seek(out_start + total)
@@ -1253,38 +1464,46 @@ def decrypt_file(
     to a temporary file in its directory, and renamed over ``dst`` (after
     fsync) only when the whole stream verified: on any error no output is
     left. A file object ``dst`` receives the plaintext of each chunk once it
-    verified, so on error it holds the verified part of the stream."""
-    with _opened(src, "rb") as source, _opened(dst, "wb") as sink:
-        fds = _offset_fds(source, sink, max_threads)
-        with DecryptingReader(
-            source, key, associated_data=associated_data, max_threads=max_threads, _calling_thread=fds is not None
-        ) as reader:
-            total = 0
-            if fds is not None:
-                workers = _threads(max_threads) or (os.cpu_count() or 1)
-                return _decrypt_at_offsets(reader, source, sink, *fds, workers, progress)
-            if _threads(max_threads) == 1:
-                while True:
-                    part = reader._next_batch()
-                    if not part:
-                        break
-                    _write_all(sink, part)
-                    total += len(part)
-                    if progress is not None:
-                        progress(total)
-                return total
-            # Several threads: write each batch on a background thread while
-            # the next one is read and opened.
-            background = _BackgroundWriter(sink, len(reader._plain))
-            try:
-                while True:
-                    buffer, start, end = reader._take_batch(background.buffer())
-                    background.submit(buffer, end, start)
-                    if end == start:
-                        break
-                    total += end - start
-                    if progress is not None:
-                        progress(total)
-            finally:
-                background.close(wipe=True)
+    verified, so on error it holds the verified part of the stream.
+    ``src`` and ``dst`` must not be the same file (ValueError)."""
+    with _opened(src, "rb") as source:
+        _refuse_same_file(source, dst)
+        with _opened(dst, "wb") as sink:
+            return _decrypt_opened(key, source, sink, associated_data, max_threads, progress)
+
+
+def _decrypt_opened(key: Buffer, source: Source, sink: Source, associated_data: Buffer | None, max_threads: int,
+                    progress: Callable[[int], None] | None) -> int:
+    fds = _offset_fds(source, sink, max_threads)
+    reader = DecryptingReader.__new__(DecryptingReader)
+    reader._start_reading(source, key, associated_data, max_threads, fds is not None)
+    with reader:
+        total = 0
+        if fds is not None:
+            workers = _workers(_threads(max_threads))
+            return _decrypt_at_offsets(reader, source, sink, *fds, workers, progress)
+        if _threads(max_threads) == 1:
+            while True:
+                part = reader._next_batch()
+                if not part:
+                    break
+                _write_all(sink, part)
+                total += len(part)
+                if progress is not None:
+                    progress(total)
             return total
+        # Several threads: write each batch on a background thread while
+        # the next one is read and opened.
+        background = _BackgroundWriter(sink, len(reader._plain))
+        try:
+            while True:
+                buffer, start, end = reader._take_batch(background.buffer())
+                background.submit(buffer, end, start)
+                if end == start:
+                    break
+                total += end - start
+                if progress is not None:
+                    progress(total)
+        finally:
+            background.close(wipe=True)
+        return total

@@ -1,26 +1,36 @@
-"""`python -m cb3 encrypt` / `python -m cb3 decrypt`: files of any size in
+"""`python -m cb3 encrypt` / `decrypt` / `keygen`: files of any size in
 cb3's chunked stream format (cb3/chunked.py, docs/stream-format.md).
 
+    python -m cb3 keygen -o KEY
     python -m cb3 encrypt --key-file KEY [-o OUT] [IN]
     python -m cb3 decrypt --key-env CB3_KEY [-o OUT] [IN]
 
 The key comes from a file (32 raw bytes, or 64 hex digits) or an
 environment variable (64 hex digits), never from the command line, where
-other users could read it in the process list. IN and OUT default to `-`
-(stdin, stdout). A file output is written to a temporary file in its
-directory and renamed over OUT (after fsync) only when the whole input was
-processed, and for decrypt only when every chunk verified: on any failure no
-output is left and an existing OUT is untouched. Decrypting to stdout writes
-each chunk's plaintext once it verified, so on failure stdout has received
-the verified part of the stream (the exit status says it is incomplete).
+other users could read it in the process list. A key file readable by group
+or others is used with a warning (as ssh warns); a 32-byte key file that is
+text (hex digits, a passphrase) is refused: it is not 32 random bytes.
+`keygen` writes a new random key as 64 hex digits to a new file of mode 0600
+(never over an existing one).
+
+IN and OUT default to `-` (stdin, stdout). A file output is written to a
+temporary file in its directory and renamed over OUT (after fsync) only when
+the whole input was processed, and for decrypt only when every chunk
+verified: on any failure (SIGINT, SIGTERM and SIGHUP included) no output is
+left and an existing OUT is untouched. OUT a symlink: the file it points to
+is replaced, the link stays (as cp does). OUT a device or FIFO: written in
+place, as stdout is. Decrypting to stdout (or a device or FIFO) writes each
+chunk's plaintext once it verified, so on failure it has received the
+verified part of the stream (the exit status says it is incomplete). IN and
+OUT may not be the same file.
 
 Exit status: 0 success; 1 the input is not a valid stream for this key
 (authentication failed, truncated, not a cb3 stream); 2 usage error (bad
 arguments or key, output exists without --force, ciphertext to a terminal);
 3 I/O error (cannot read the input or write the output, disk full);
-130 interrupted.
+130 interrupted (SIGINT); 128 + N killed by signal N (SIGTERM 143, SIGHUP 129).
 
-`add_parser(subparsers)` registers both commands on an argparse
+`add_parser(subparsers)` registers the commands on an argparse
 subparsers object (func=run, returning the exit status); `main(argv)` runs
 them on their own.
 """
@@ -29,12 +39,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import stat
+import string
 import sys
-from typing import IO, Any, Callable, Sequence
+import threading
+from contextlib import contextmanager
+from typing import IO, Any, Callable, Iterator, Sequence
 
 import cb3
-from cb3.chunked import STREAM_CHUNK_SIZE, STREAM_MAX_CHUNK_SIZE, STREAM_MIN_CHUNK_SIZE
+from cb3.chunked import STREAM_CHUNK_SIZE, STREAM_MAX_CHUNK_SIZE, STREAM_MIN_CHUNK_SIZE, same_file
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -56,6 +70,41 @@ def stdout_went_away() -> int:
 
 class UsageError(Exception):
     pass
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like KeyboardInterrupt, so that the
+    temporary output is removed on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: The signals that end a command by unwinding it (SIGINT is KeyboardInterrupt).
+TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Terminated in the main thread for the duration
+    (signals that are ignored, e.g. under nohup, stay ignored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = {}
+    for signum in TERMINATING_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, unwind)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _threads(text: str) -> int:
@@ -89,7 +138,7 @@ class _RefuseKeyArgument(argparse.Action):
 
 
 def add_parser(subparsers: Any) -> None:
-    """Registers `encrypt` and `decrypt` on an argparse subparsers object."""
+    """Registers `encrypt`, `decrypt` and `keygen` on an argparse subparsers object."""
     for name in ("encrypt", "decrypt"):
         verb = "Encrypt" if name == "encrypt" else "Decrypt and verify"
         parser = subparsers.add_parser(
@@ -102,7 +151,10 @@ def add_parser(subparsers: Any) -> None:
         parser.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
         parser.add_argument("-o", "--output", default="-", help="output file, or - for stdout (default)")
         keys = parser.add_mutually_exclusive_group(required=True)
-        keys.add_argument("--key-file", metavar="PATH", help="file holding the key: 32 raw bytes or 64 hex digits")
+        keys.add_argument(
+            "--key-file", metavar="PATH",
+            help="file holding the key: 32 raw bytes or 64 hex digits (make one with `python -m cb3 keygen -o PATH`)",
+        )
         keys.add_argument("--key-env", metavar="NAME", help="environment variable holding the key as 64 hex digits")
         parser.add_argument("--key", action=_RefuseKeyArgument, nargs="?", help=argparse.SUPPRESS)
         parser.add_argument(
@@ -130,9 +182,59 @@ def add_parser(subparsers: Any) -> None:
             "-f",
             "--force",
             action="store_true",
-            help="overwrite an existing output file; write ciphertext to a terminal",
+            help="overwrite an existing output file (a symlink's target; a device or FIFO is written in place); "
+            "write ciphertext to a terminal",
         )
         parser.set_defaults(func=run, command=name)
+    keygen = subparsers.add_parser(
+        "keygen",
+        allow_abbrev=False,
+        help="write a new random key file (mode 0600) for encrypt/decrypt --key-file",
+        description="Write a new random 32-byte key, as 64 hex digits and a newline, to a new file of mode 0600 "
+        "(never over an existing file). Exit status: 0 ok, 2 usage (the file exists), 3 I/O error.",
+    )
+    keygen.add_argument("-o", "--output", required=True, metavar="FILE", help="the key file to create")
+    keygen.set_defaults(func=run_keygen, command="keygen")
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    """`python -m cb3 keygen -o FILE`: a new key file, mode 0600, never over an existing one."""
+    try:
+        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        print(f"cb3 keygen: {args.output} exists (remove it first: a key file is never overwritten)", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"cb3 keygen: {args.output}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_IO
+    try:
+        with open(fd, "wb") as f:
+            f.write(cb3.ChaCha20Blake3.generate_key().hex().encode() + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as error:
+        os.unlink(args.output)
+        print(f"cb3 keygen: {args.output}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_IO
+    return EXIT_OK
+
+
+#: What a 32-byte key file must not be: text (hex digits or a passphrase and
+#: its newline), which has far fewer than 256 bits of entropy.
+_TEXT_BYTES = frozenset(string.printable.encode())
+
+
+def _warn_if_readable_by_others(path: str, command: str) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode) and mode & 0o077:
+        print(
+            f"cb3 {command}: warning: key file {path} is readable or writable by other users "
+            f"(mode {stat.S_IMODE(mode):04o}); restrict it with: chmod 600 {path}",
+            file=sys.stderr,
+        )
 
 
 def _key(args: argparse.Namespace) -> bytes:
@@ -142,7 +244,13 @@ def _key(args: argparse.Namespace) -> bytes:
                 raw = f.read(1024)
         except OSError as error:
             raise UsageError(f"cannot read key file {args.key_file}: {error.strerror or error}") from None
+        _warn_if_readable_by_others(args.key_file, args.command)
         if len(raw) == cb3.KEY_SIZE:
+            if all(byte in _TEXT_BYTES for byte in raw):
+                raise UsageError(
+                    f"key file {args.key_file} holds 32 bytes of text (hex digits or a passphrase), not a key: "
+                    f"a key file holds {cb3.KEY_SIZE} raw bytes or 64 hex digits (python -m cb3 keygen -o FILE)"
+                )
             return raw
         text, source = raw.strip(), f"key file {args.key_file}"
     else:
@@ -181,31 +289,67 @@ def _progress(args: argparse.Namespace, name: str, size: int | None) -> tuple[Ca
 def run(args: argparse.Namespace) -> int:
     """Runs `encrypt` or `decrypt` for parsed arguments; returns the exit status."""
     command = args.command
+    args.streamed_to = None  # set by _run: where plaintext went as it verified
     try:
-        return _run(args)
+        with _signals_unwind():
+            return _run(args)
     except UsageError as error:
         print(f"cb3 {command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except cb3.StreamError as error:
-        where = "" if args.output == "-" else " (no output written)"
-        if args.output == "-" and command == "decrypt":
-            where = " (the output on stdout is incomplete: discard it)"
+        if args.streamed_to is None:
+            where = "" if args.output == "-" else " (no output written)"
+        elif command == "decrypt":
+            where = f" (the output on {args.streamed_to} is incomplete: discard it)"
+        else:
+            where = ""
         print(f"cb3 {command}: {args.input}: {error}{where}", file=sys.stderr)
         return EXIT_INVALID
     except KeyboardInterrupt:
         print(f"cb3 {command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated as stop:
+        print(f"cb3 {command}: terminated by {signal.Signals(stop.signum).name}", file=sys.stderr)
+        return 128 + stop.signum
     except OSError as error:
         name = f" {error.filename}" if error.filename else ""
         print(f"cb3 {command}:{name} {error.strerror or error}", file=sys.stderr)
         return EXIT_IO
 
 
+def _associated_data(args: argparse.Namespace) -> bytes | None:
+    if args.associated_data is None:
+        return None
+    try:
+        return bytes(args.associated_data.encode("utf-8"))
+    except UnicodeEncodeError:  # undecodable argv bytes (surrogateescape)
+        raise UsageError("--associated-data must be valid UTF-8 text") from None
+
+
+def _output_path(output: str, force: bool) -> tuple[str, bool]:
+    """(path to write, in place?) for -o OUTPUT. A symlink is followed (its
+    target is replaced, the link stays, as cp does); a device or FIFO is
+    written in place, streaming, as stdout is (renaming a file over it would
+    replace the node itself: `decrypt -o /dev/null` as root, say); a regular
+    file, or no file, is written atomically."""
+    if os.path.lexists(output) and not force:
+        raise UsageError(f"{output} exists (use --force to overwrite)")
+    target = os.path.realpath(output)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target, False
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, output) from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{output} is a directory")
+    return target, not stat.S_ISREG(mode)
+
+
 def _run(args: argparse.Namespace) -> int:
     key = _key(args)
-    aad = None if args.associated_data is None else args.associated_data.encode("utf-8")
-    if args.output != "-" and os.path.exists(args.output) and not args.force:
-        raise UsageError(f"{args.output} exists (use --force to overwrite)")
+    aad = _associated_data(args)
+    target, in_place = ("-", True) if args.output == "-" else _output_path(args.output, args.force)
     if args.output == "-" and args.command == "encrypt" and sys.stdout.isatty() and not args.force:
         raise UsageError("refusing to write ciphertext to a terminal: use -o FILE or redirect (or --force)")
     source: Any
@@ -216,12 +360,22 @@ def _run(args: argparse.Namespace) -> int:
             source = open(args.input, "rb")
         except OSError as error:
             raise OSError(error.errno, error.strerror, args.input) from None
+    sink: Any = None
     try:
+        if same_file(source, sys.stdout.buffer if args.output == "-" else target):
+            raise UsageError(f"{args.input} and the output are the same file")
         if args.output == "-":
             sys.stdout.flush()
-            sink: Any = sys.stdout.buffer
+            sink = sys.stdout.buffer
+            args.streamed_to = "stdout"
+        elif in_place:
+            try:
+                sink = open(target, "wb")
+            except OSError as error:
+                raise OSError(error.errno, error.strerror, args.output) from None
+            args.streamed_to = args.output
         else:
-            sink = args.output  # a path: written atomically by the helpers
+            sink = target  # a path: written atomically by the helpers
         update, bar = _progress(args, args.input, _input_size(source))
         try:
             if args.command == "encrypt":
@@ -239,6 +393,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if source is not sys.stdin.buffer:
             source.close()
+        if in_place and sink is not None and sink is not sys.stdout.buffer:
+            sink.close()
     return EXIT_OK
 
 

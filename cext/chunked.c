@@ -74,9 +74,8 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
                    "and chunk indices end at 2**64 - 1");
         goto done;
     }
-    if (r != CB3_RESULT_OK) {
-        static const cb3_given_lengths none = {0, 0, 0};
-        cb3_raise(ctx, r, &none);
+    if (r != CB3_RESULT_OK) { /* CB3_RESULT_FORKED: sealing in a fork() child */
+        cb3_raise(ctx, r, &(const cb3_given_lengths){.object = "cb3.EncryptingWriter"});
         goto done;
     }
     result = HPyLong_FromSize_t(ctx, written);

@@ -33,6 +33,10 @@ static const struct {
      "this cb3.chacha20.ChaCha20 was created in another process and cannot be used after fork(): parent and child "
      "would both go on with the same keystream, and two messages under one keystream reveal each other's "
      "plaintext; create a new ChaCha20 with a fresh nonce (or key) in this process"},
+    {"cb3.EncryptingWriter",
+     "this cb3.EncryptingWriter was created in another process and cannot be used after fork(): parent and child "
+     "would both seal chunks under the same nonces, and two chunks under one nonce reveal each other's plaintext; "
+     "create a new EncryptingWriter (it picks a fresh nonce prefix) in this process"},
     {"cb3.blake3", "this cb3.blake3 hasher was in use by another thread when the process forked: its state is "
                    "incomplete and its lock is never released in the child; create a new hasher in this process "
                    "(or copy() one before forking)"},

@@ -66,8 +66,8 @@ def make_vectors() -> list[dict[str, Any]]:
 def seal(data: bytes, *, chunk_size: int = 64, aad: bytes | None = None, key: bytes = KEY, prefix: bytes = PREFIX,
          threads: int = 1) -> bytes:
     out = io.BytesIO()
-    with cb3.EncryptingWriter(out, key, associated_data=aad, chunk_size=chunk_size, max_threads=threads,
-                              _nonce_prefix=prefix) as writer:
+    with cb3.chunked._new_writer(out, key, associated_data=aad, chunk_size=chunk_size, max_threads=threads,
+                              nonce_prefix=prefix) as writer:
         writer.write(data)
     return out.getvalue()
 
@@ -105,8 +105,8 @@ def test_vectors(vector: dict[str, Any], threads: int) -> None:
     aad = vector["aad"].encode()
     assert seal(pt, chunk_size=vector["chunk_size"], aad=aad, key=key, prefix=prefix, threads=threads) == stream
     out = io.BytesIO()
-    cb3.encrypt_file(key, io.BytesIO(pt), out, associated_data=aad, chunk_size=vector["chunk_size"],
-                     max_threads=threads, _nonce_prefix=prefix)
+    cb3.chunked._encrypt_file(key, io.BytesIO(pt), out, associated_data=aad, chunk_size=vector["chunk_size"],
+                     max_threads=threads, nonce_prefix=prefix)
     assert out.getvalue() == stream
     assert open_all(stream, key=key, aad=aad, threads=threads) == pt
     assert reference.stream_decrypt(key, stream, aad) == pt
@@ -144,7 +144,7 @@ def test_write_patterns_do_not_change_the_output() -> None:
     expected = seal(pt)
     for _ in range(20):
         out = io.BytesIO()
-        with cb3.EncryptingWriter(out, KEY, chunk_size=64, _nonce_prefix=PREFIX) as writer:
+        with cb3.chunked._new_writer(out, KEY, chunk_size=64, nonce_prefix=PREFIX) as writer:
             pos = 0
             while pos < len(pt):
                 n = rng.choice([0, 1, 63, 64, 65, 200, 3000, 64 * 64, 64 * 64 + 1])
@@ -160,7 +160,7 @@ def test_writer_accepts_buffers_of_other_item_sizes() -> None:
 
     values = array.array("I", range(100))
     out = io.BytesIO()
-    with cb3.EncryptingWriter(out, KEY, _nonce_prefix=PREFIX) as writer:
+    with cb3.chunked._new_writer(out, KEY, nonce_prefix=PREFIX) as writer:
         writer.write(values)
     assert open_all(out.getvalue()) == values.tobytes()
 
@@ -531,7 +531,7 @@ def test_short_writes_are_completed() -> None:
             return n
 
     sink = Trickle()
-    cb3.encrypt_file(KEY, io.BytesIO(PT_SHORT_END), sink, chunk_size=64, _nonce_prefix=PREFIX)
+    cb3.chunked._encrypt_file(KEY, io.BytesIO(PT_SHORT_END), sink, chunk_size=64, nonce_prefix=PREFIX)
     assert bytes(sink.data) == seal(PT_SHORT_END)
 
 
@@ -562,7 +562,7 @@ def test_short_reads() -> None:
     with pytest.raises(io.UnsupportedOperation):
         reader.seek(0)
     out = io.BytesIO()
-    cb3.encrypt_file(KEY, Dribble(PT_SHORT_END), out, chunk_size=64, _nonce_prefix=PREFIX)
+    cb3.chunked._encrypt_file(KEY, Dribble(PT_SHORT_END), out, chunk_size=64, nonce_prefix=PREFIX)
     assert out.getvalue() == stream
     _, chunks = chunks_of(stream)
     got, raised = bytearray(), None
@@ -593,7 +593,7 @@ def test_pipes() -> None:
     thread.start()
     out = io.BytesIO()
     with open(read_fd, "rb") as r:
-        cb3.encrypt_file(KEY, r, out, chunk_size=4096, _nonce_prefix=PREFIX)
+        cb3.chunked._encrypt_file(KEY, r, out, chunk_size=4096, nonce_prefix=PREFIX)
     thread.join()
     assert out.getvalue() == stream
 
@@ -703,7 +703,7 @@ def test_file_helpers_on_several_threads(threads: int) -> None:
     pt = os.urandom((3 << 20) + 5)
     expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX, chunk_size=65536)
     out = io.BytesIO()
-    assert cb3.encrypt_file(KEY, io.BytesIO(pt), out, max_threads=threads, _nonce_prefix=PREFIX) == len(pt)
+    assert cb3.chunked._encrypt_file(KEY, io.BytesIO(pt), out, max_threads=threads, nonce_prefix=PREFIX) == len(pt)
     assert out.getvalue() == expected
     dec = io.BytesIO()
     assert cb3.decrypt_file(KEY, io.BytesIO(expected), dec, max_threads=threads) == len(pt)
@@ -778,13 +778,13 @@ def test_encrypt_file_workers_keep_the_order_and_report_errors(threads: int) -> 
     pt = os.urandom((2 << 20) + 77)
     expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX, chunk_size=1024)
     sink, seen = JitterySink(), []
-    done = cb3.encrypt_file(KEY, io.BytesIO(pt), sink, chunk_size=1024, max_threads=threads,
-                            progress=seen.append, _nonce_prefix=PREFIX)
+    done = cb3.chunked._encrypt_file(KEY, io.BytesIO(pt), sink, chunk_size=1024, max_threads=threads,
+                            progress=seen.append, nonce_prefix=PREFIX)
     assert done == len(pt) and sink.getvalue() == expected
     assert seen == sorted(seen) and seen[-1] == len(pt)
     out = io.BytesIO()
     with pytest.raises(OSError) as info:
-        cb3.encrypt_file(KEY, FailingSource(pt, 1 << 20), out, max_threads=threads, _nonce_prefix=PREFIX)
+        cb3.chunked._encrypt_file(KEY, FailingSource(pt, 1 << 20), out, max_threads=threads, nonce_prefix=PREFIX)
     assert info.value.errno == errno.EIO
     with pytest.raises(cb3.StreamTruncatedError):  # what was written is not a complete stream
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()

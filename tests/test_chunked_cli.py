@@ -5,12 +5,17 @@ and a sparse file round trip in the memory of a few chunks."""
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +42,7 @@ def cb3_cli(*args: str, env: dict[str, str] | None = None, stdin: bytes | None =
 def key_file(tmp_path: Path) -> str:
     path = tmp_path / "key"
     path.write_bytes(KEY)
+    path.chmod(0o600)
     return str(path)
 
 
@@ -259,3 +265,131 @@ def test_threads_between_regular_files(tmp_path: Path, key_file: str) -> None:
     r = cb3_cli("decrypt", "--key-file", key_file, "--threads", "2", "-o", str(dec), str(enc))
     assert r.returncode == 1 and b"chunk 9 failed" in r.stderr and b"no output written" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "in.cb3", "key"]
+
+
+# ---- hardening: outputs that are not regular files, same file, signals, keys, argv bytes
+
+
+def test_force_output_to_a_fifo_writes_in_place(tmp_path: Path, key_file: str) -> None:
+    """A device or FIFO is written in place, as stdout is: renaming a new file
+    over it would replace the node (`decrypt --force -o /dev/null` as root)."""
+    data = os.urandom(200_000)
+    enc = tmp_path / "in.cb3"
+    cb3.encrypt_file(KEY, io.BytesIO(data), str(enc))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def drain() -> None:
+        with open(fifo, "rb") as f:
+            received.append(f.read())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    r = cb3_cli("decrypt", "--key-file", key_file, "--force", "-o", str(fifo), str(enc))
+    # (Were it replaced, the reader would stay blocked on the old node: a daemon thread.)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    reader.join(30)
+    assert r.returncode == 0, r.stderr
+    assert received == [data]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "in.cb3", "key"]  # no temporary left
+
+
+def test_force_output_through_a_symlink_replaces_its_target(tmp_path: Path, key_file: str) -> None:
+    src, target, link = tmp_path / "in", tmp_path / "target", tmp_path / "link"
+    src.write_bytes(b"plaintext")
+    target.write_bytes(b"old")
+    link.symlink_to(target)
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(link), str(src))
+    assert r.returncode == 2 and b"exists" in r.stderr and target.read_bytes() == b"old"
+    r = cb3_cli("encrypt", "--key-file", key_file, "--force", "-o", str(link), str(src))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and os.readlink(link) == str(target)  # the link stays, as with cp
+    assert cb3.DecryptingReader(open(target, "rb"), KEY).read() == b"plaintext"
+
+
+def test_same_file_in_and_out_is_a_usage_error(tmp_path: Path, key_file: str) -> None:
+    src = tmp_path / "f"
+    original = os.urandom(100_000)
+    src.write_bytes(original)
+    with open(src, "ab") as appended:  # python -m cb3 encrypt f >> f
+        r = subprocess.run([sys.executable, "-P", "-m", "cb3", "encrypt", "--key-file", key_file, str(src)],
+                           stdout=appended, stderr=subprocess.PIPE, timeout=60)
+    assert r.returncode == 2 and b"same file" in r.stderr, r.stderr
+    r = cb3_cli("encrypt", "--key-file", key_file, "--force", "-o", str(src), str(src))
+    assert r.returncode == 2 and b"same file" in r.stderr
+    assert src.read_bytes() == original
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_signals_leave_no_temporary_plaintext(tmp_path: Path, key_file: str, signame: str) -> None:
+    """decrypt -o OUT from a pipe that stalls after some verified chunks: the
+    signal must remove the hidden temporary file holding their plaintext."""
+    data = os.urandom(4 << 20)
+    stream = io.BytesIO()
+    cb3.encrypt_file(KEY, io.BytesIO(data), stream)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "cb3", "decrypt", "--key-file", key_file, "-o", str(out)],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.stdin is not None
+    proc.stdin.write(stream.getvalue()[: 1 << 20])  # several batches, then the producer stalls
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        temps = [p for p in tmp_path.iterdir() if p.name.startswith(".cb3-")]
+        if temps and temps[0].stat().st_size > 0:
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("no temporary output with plaintext appeared")
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+    expected = 130 if signame == "SIGINT" else 128 + getattr(signal, signame)
+    assert proc.returncode == expected, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["key"], "a temporary file with plaintext was left"
+
+
+def test_key_files_group_readable_warns_text_refused(tmp_path: Path, key_file: str) -> None:
+    src = tmp_path / "in"
+    src.write_bytes(b"data")
+    os.chmod(key_file, 0o644)
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(tmp_path / "o"), str(src))
+    assert r.returncode == 0 and b"warning: key file" in r.stderr and b"chmod 600" in r.stderr, r.stderr
+    os.chmod(key_file, 0o600)
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(tmp_path / "p"), str(src))
+    assert r.returncode == 0 and r.stderr == b""
+    for name, content in [("hex16", os.urandom(16).hex().encode()), ("passphrase", b"correct horse battery staple!!!\n")]:
+        assert len(content) == 32
+        bad = tmp_path / name
+        bad.write_bytes(content)
+        bad.chmod(0o600)
+        r = cb3_cli("encrypt", "--key-file", str(bad), "-o", str(tmp_path / name) + ".cb3", str(src))
+        assert r.returncode == 2 and b"32 bytes of text" in r.stderr, (name, r.stderr)
+
+
+def test_keygen_writes_a_private_new_key_and_never_overwrites(tmp_path: Path) -> None:
+    key = tmp_path / "new.key"
+    r = cb3_cli("keygen", "-o", str(key))
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    text = key.read_text()
+    assert len(bytes.fromhex(text.strip())) == 32 and text.endswith("\n")
+    src = tmp_path / "in"
+    src.write_bytes(b"hello")
+    r = cb3_cli("encrypt", "--key-file", str(key), "-o", str(tmp_path / "in.cb3"), str(src))
+    assert r.returncode == 0 and r.stderr == b""
+    r = cb3_cli("keygen", "-o", str(key))
+    assert r.returncode == 2 and b"exists" in r.stderr and key.read_text() == text
+    assert cb3_cli("keygen", "-o", str(tmp_path / "other")).returncode == 0
+    assert (tmp_path / "other").read_text() != text
+
+
+def test_associated_data_not_utf8_is_a_usage_error(tmp_path: Path, key_file: str) -> None:
+    src = tmp_path / "in"
+    src.write_bytes(b"data")
+    argv = [os.fsencode(sys.executable), b"-P", b"-m", b"cb3", b"encrypt", b"--key-file", os.fsencode(key_file),
+            b"--associated-data", b"caf\xe9", b"-o", os.fsencode(str(tmp_path / "o")), os.fsencode(str(src))]
+    r = subprocess.run(argv, capture_output=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert b"--associated-data must be valid UTF-8" in r.stderr and b"Traceback" not in r.stderr

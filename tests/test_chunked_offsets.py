@@ -68,11 +68,11 @@ def test_output_is_the_reference_and_the_one_thread_output(tmp_path: Path, used:
     pt = os.urandom(size)
     src, enc, dec = files(tmp_path, pt)
     expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX, chunk_size=1024, aad=b"ad")
-    assert cb3.encrypt_file(KEY, src, enc, associated_data=b"ad", chunk_size=1024, max_threads=threads,
-                            _nonce_prefix=PREFIX) == size
+    assert cb3.chunked._encrypt_file(KEY, src, enc, associated_data=b"ad", chunk_size=1024, max_threads=threads,
+                            nonce_prefix=PREFIX) == size
     assert enc.read_bytes() == expected
     one = tmp_path / "one"
-    cb3.encrypt_file(KEY, src, one, associated_data=b"ad", chunk_size=1024, max_threads=1, _nonce_prefix=PREFIX)
+    cb3.chunked._encrypt_file(KEY, src, one, associated_data=b"ad", chunk_size=1024, max_threads=1, nonce_prefix=PREFIX)
     assert one.read_bytes() == expected
     assert cb3.decrypt_file(KEY, enc, dec, associated_data=b"ad", max_threads=threads) == size
     assert dec.read_bytes() == pt
@@ -89,7 +89,7 @@ def test_file_objects_at_an_offset_keep_their_positions(tmp_path: Path, used: li
     with open(src, "rb") as source, open(enc, "wb") as sink:
         source.read(40)
         sink.write(b"lead")  # still in the BufferedWriter's buffer
-        assert cb3.encrypt_file(KEY, source, sink, max_threads=2, _nonce_prefix=PREFIX) == len(pt)
+        assert cb3.chunked._encrypt_file(KEY, source, sink, max_threads=2, nonce_prefix=PREFIX) == len(pt)
         assert source.tell() == 40 + len(pt) and source.read() == b""
         assert sink.tell() == 4 + len(expected)
         sink.write(b"tail")
@@ -266,7 +266,7 @@ def test_streaming_paths_remain_for_everything_else(tmp_path: Path, used: list[i
     result: Callable[[], bytes]
     if endpoints == "pipe source":
         with feed_pipe(pt) as source:
-            cb3.encrypt_file(KEY, source, enc, max_threads=2, _nonce_prefix=PREFIX)
+            cb3.chunked._encrypt_file(KEY, source, enc, max_threads=2, nonce_prefix=PREFIX)
         result = enc.read_bytes
         with feed_pipe(expected) as source:
             cb3.decrypt_file(KEY, source, tmp_path / "d", max_threads=2)
@@ -277,17 +277,17 @@ def test_streaming_paths_remain_for_everything_else(tmp_path: Path, used: list[i
         drain = threading.Thread(target=lambda: got.append(open(read_fd, "rb").read()))
         drain.start()
         with open(write_fd, "wb") as sink:
-            cb3.encrypt_file(KEY, src, sink, max_threads=2, _nonce_prefix=PREFIX)
+            cb3.chunked._encrypt_file(KEY, src, sink, max_threads=2, nonce_prefix=PREFIX)
         drain.join()
         result = lambda: got[0]  # noqa: E731
     elif endpoints == "in-memory files":
         out = io.BytesIO()
-        cb3.encrypt_file(KEY, io.BytesIO(pt), out, max_threads=2, _nonce_prefix=PREFIX)
+        cb3.chunked._encrypt_file(KEY, io.BytesIO(pt), out, max_threads=2, nonce_prefix=PREFIX)
         result = out.getvalue
     else:
         enc.write_bytes(b"old")
         with open(enc, "ab") as sink:
-            cb3.encrypt_file(KEY, src, sink, max_threads=2, _nonce_prefix=PREFIX)
+            cb3.chunked._encrypt_file(KEY, src, sink, max_threads=2, nonce_prefix=PREFIX)
         result = lambda: enc.read_bytes()[3:]  # noqa: E731
     assert result() == expected
     assert used == []

@@ -18,7 +18,7 @@ from cb3.__main__ import COMMANDS, build_parser, main
 # The subprocesses must import the cb3 under test (see test_b3sum.py).
 CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": CB3_PARENT}
-SUBCOMMANDS = ["selftest", "bench", "b3sum", "encrypt", "decrypt", "config"]
+SUBCOMMANDS = ["selftest", "bench", "b3sum", "encrypt", "decrypt", "keygen", "config"]
 
 
 def python_m_cb3(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:

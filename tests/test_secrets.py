@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import ctypes
 import gc
+import io
+import os
 import pickle
 import platform
 import subprocess
@@ -306,3 +308,93 @@ def test_no_per_message_key_survives_the_call(use: str) -> None:
     for secret in (*keys, key):
         secret[:] = bytes(len(secret))
     assert found == {"encryption key": 0, "MAC key": 0}, f"per-message keys left in memory after {use}: {found}"
+
+
+# ---- no plaintext left by the chunked file helpers -----------------------------------
+
+
+class _NeedleSource:
+    """A source whose plaintext is `needle` repeated, copied straight into the
+    reader's buffer: no bytes object of it exists in this process."""
+
+    def __init__(self, needle: bytearray, size: int) -> None:
+        self.needle, self.left, self.position = memoryview(needle), size, 0
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        n = min(len(view), self.left)
+        done = 0
+        while done < n:  # byte p of the plaintext is needle[p % 32]
+            at = (self.position + done) % 32
+            take = min(32 - at, n - done)
+            view[done : done + take] = self.needle[at : at + take]
+            done += take
+        self.left -= n
+        self.position += n
+        return n
+
+
+class _DiscardingSink:
+    """Counts what it is given without keeping a copy."""
+
+    def __init__(self) -> None:
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        self.size += len(data)
+        return len(data)
+
+
+def plaintext_left_by_the_file_helpers(threads: int, directory: str) -> int:
+    """encrypt_file and decrypt_file, streaming and between regular files, on
+    `threads` threads, over 3 MiB of plaintext that is a 32-byte needle
+    repeated; returns how many copies of the needle are left in this
+    process's memory afterwards. Run in a fresh process whose malloc keeps
+    every freed block mapped (no mmap for large blocks, no trimming), so that
+    an unwiped buffer cannot escape the scan by being unmapped when freed."""
+    libc = ctypes.CDLL(None)
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    assert libc.mallopt(m_mmap_threshold, 1 << 30) == 1 and libc.mallopt(m_trim_threshold, 1 << 30) == 1
+    key = bytes(fresh_key())
+    needle = fresh_key()
+    size = 3 << 20
+    stream = io.BytesIO()
+    cb3.encrypt_file(key, _NeedleSource(needle, size), stream, max_threads=threads)
+    ciphertext, plaintext = os.path.join(directory, "in.cb3"), os.path.join(directory, "out")
+    with open(ciphertext, "wb") as f:
+        f.write(stream.getvalue())
+    found = copies_in_memory(needle) - 1  # minus `needle`; a later call may reuse (and hide) a block: scan each
+    sink = _DiscardingSink()
+    assert cb3.decrypt_file(key, io.BytesIO(stream.getvalue()), sink, max_threads=threads) == size == sink.size
+    gc.collect()
+    found += copies_in_memory(needle) - 1
+    with open(ciphertext, "rb") as src, open(plaintext, "wb") as dst:  # the offset path on 2 threads
+        assert cb3.decrypt_file(key, src, dst, max_threads=threads) == size
+    gc.collect()
+    found += copies_in_memory(needle) - 1
+    with open(plaintext, "rb") as f:
+        assert f.read(32) == needle  # the needle was the plaintext
+    needle[:] = bytes(32)
+    return found
+
+
+@pytest.mark.skipif(not _scan_possible(), reason="needs Linux /proc/self/mem")
+@pytest.mark.skipif(
+    platform.python_implementation() == "PyPy",
+    reason="the memory scan runs on CPython only (see test_no_copy_of_the_key_survives_the_object)",
+)
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc mallopt")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_no_plaintext_survives_the_file_helpers(threads: int, tmp_path: Any) -> None:
+    """Every plaintext buffer the chunked file helpers allocate is wiped
+    before it is freed (plaintext_left_by_the_file_helpers)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import test_secrets; "
+        "print(test_secrets.plaintext_left_by_the_file_helpers(int(sys.argv[2]), sys.argv[3]))"
+    )
+    tests = os.path.dirname(os.path.abspath(__file__))
+    result = subprocess.run([sys.executable, "-P", "-c", code, tests, str(threads), str(tmp_path)],
+                            capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=300)
+    assert result.returncode == 0, result.stderr
+    found = int(result.stdout)
+    assert found == 0, f"{found} copies of plaintext left in memory by the chunked file helpers ({threads} threads)"

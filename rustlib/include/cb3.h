@@ -347,7 +347,8 @@ typedef struct cb3_chacha cb3_chacha;
  * Opaque: create with `cb3_chunked_new`, release with `cb3_chunked_free`
  * (which wipes the key). Immutable after creation: any number of threads may
  * seal or open chunks of the same stream at once, as long as none frees it
- * meanwhile.
+ * meanwhile. Only the process that made it may seal with it (in a `fork()`
+ * child `cb3_chunked_seal` returns `CB3_RESULT_FORKED`); any may open.
  */
 typedef struct cb3_chunked cb3_chunked;
 
@@ -917,9 +918,11 @@ void cb3_chunked_free(struct cb3_chunked *chunked);
  * Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
  * `CB3_RESULT_INSUFFICIENT_SIZE`, `CB3_RESULT_OVERLAPPING_BUFFERS`, or
  * `CB3_RESULT_INVALID_ARGUMENT` (a batch shape not allowed above, `last`
- * not 0 or 1, or a chunk index past `UINT64_MAX`). On failure nothing is
- * written. Never seal two different batches with the same object and
- * chunk indices.
+ * not 0 or 1, or a chunk index past `UINT64_MAX`), or `CB3_RESULT_FORKED`
+ * (the object was made in another process: a `fork()` child would seal
+ * under its parent's nonces; make a new object, with a fresh nonce prefix,
+ * in the child). On failure nothing is written. Never seal two different
+ * batches with the same object and chunk indices.
  */
 enum cb3_result cb3_chunked_seal(const struct cb3_chunked *chunked,
                                  uint64_t first_index,

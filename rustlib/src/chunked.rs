@@ -107,7 +107,8 @@ struct ChunkedKey([u8; 32]);
 /// Opaque: create with `cb3_chunked_new`, release with `cb3_chunked_free`
 /// (which wipes the key). Immutable after creation: any number of threads may
 /// seal or open chunks of the same stream at once, as long as none frees it
-/// meanwhile.
+/// meanwhile. Only the process that made it may seal with it (in a `fork()`
+/// child `cb3_chunked_seal` returns `CB3_RESULT_FORKED`); any may open.
 pub struct cb3_chunked {
     key: ChunkedKey,
     header: Header,
@@ -444,11 +445,17 @@ unsafe fn batch_call(
     (input, input_len): (*const u8, usize),
     (out, out_len, out_required): (*mut u8, usize, bool),
     out_n: *mut usize,
-    op: fn(&cb3_chunked, u64, bool, &[u8], &mut [u8]) -> Cb3Result<usize>,
+    (op, sealing): (fn(&cb3_chunked, u64, bool, &[u8], &mut [u8]) -> Cb3Result<usize>, bool),
 ) -> cb3_result {
     ffi_boundary(|| {
         // SAFETY: the C caller's contract (a cb3_chunked pointer or NULL).
-        let chunked = unsafe { object::get(chunked) }?;
+        let (chunked, owner) = unsafe { object::get_with_owner(chunked) }?;
+        // Sealing is bound to the process that made the object: a fork()
+        // child would seal under the parent's nonce prefix and chunk indices
+        // (a two-time pad). Opening has no state to reuse and works anywhere.
+        if sealing && owner.load(std::sync::atomic::Ordering::Acquire) != object::process_id() {
+            return Err(cb3_result::Forked);
+        }
         let last = flag(last)?;
         let input = Raw::new(input, input_len)?;
         if out_required && out.is_null() {
@@ -489,9 +496,11 @@ unsafe fn batch_call(
 /// Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
 /// `CB3_RESULT_INSUFFICIENT_SIZE`, `CB3_RESULT_OVERLAPPING_BUFFERS`, or
 /// `CB3_RESULT_INVALID_ARGUMENT` (a batch shape not allowed above, `last`
-/// not 0 or 1, or a chunk index past `UINT64_MAX`). On failure nothing is
-/// written. Never seal two different batches with the same object and
-/// chunk indices.
+/// not 0 or 1, or a chunk index past `UINT64_MAX`), or `CB3_RESULT_FORKED`
+/// (the object was made in another process: a `fork()` child would seal
+/// under its parent's nonces; make a new object, with a fresh nonce prefix,
+/// in the child). On failure nothing is written. Never seal two different
+/// batches with the same object and chunk indices.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chunked_seal(
     chunked: *const cb3_chunked,
@@ -505,7 +514,7 @@ pub unsafe extern "C" fn cb3_chunked_seal(
 ) -> cb3_result {
     // SAFETY: this function's contract is batch_call's.
     unsafe {
-        batch_call(chunked, first_index, last, (plaintext, plaintext_len), (out, out_len, true), out_n, cb3_chunked::seal_batch)
+        batch_call(chunked, first_index, last, (plaintext, plaintext_len), (out, out_len, true), out_n, (cb3_chunked::seal_batch, true))
     }
 }
 
@@ -552,7 +561,7 @@ pub unsafe extern "C" fn cb3_chunked_open(
 ) -> cb3_result {
     // SAFETY: this function's contract is batch_call's.
     unsafe {
-        batch_call(chunked, first_index, last, (ciphertext, ciphertext_len), (out, out_len, false), out_n, cb3_chunked::open_batch)
+        batch_call(chunked, first_index, last, (ciphertext, ciphertext_len), (out, out_len, false), out_n, (cb3_chunked::open_batch, false))
     }
 }
 

@@ -3,7 +3,7 @@
  * return CB3_RESULT_INVALID_ARGUMENT, a double free aborts with a message
  * instead of corrupting the heap (ASan would report a double free: it never
  * reaches free()), streams and ChaCha objects refuse in a fork() child
- * (CB3_RESULT_FORKED), and the wait hooks and the interrupt callback of
+ * (CB3_RESULT_FORKED), as does sealing with a cb3_chunked (opening works), and the wait hooks and the interrupt callback of
  * cb3_blake3_update_file run when documented. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -140,10 +140,26 @@ static void test_double_free_aborts(void)
 static cb3_stream *fork_stream;
 static cb3_chacha *fork_chacha;
 static cb3_blake3 *fork_hasher;
+static cb3_chunked *fork_chunked;
+static uint8_t fork_sealed[1 + CB3_TAG_SIZE];
+
+static cb3_result chunked_seal(const cb3_chunked *chunked)
+{
+    return cb3_chunked_seal(chunked, 0, 1, (const uint8_t *)"x", 1, fork_sealed, sizeof fork_sealed, NULL);
+}
+
+static cb3_result chunked_open(const cb3_chunked *chunked)
+{
+    uint8_t plain[1];
+    return cb3_chunked_open(chunked, 0, 1, fork_sealed, sizeof fork_sealed, plain, sizeof plain, NULL);
+}
 
 static void use_after_fork(void)
 {
     int failures = 0;
+    failures += chunked_seal(fork_chunked) != CB3_RESULT_FORKED; /* the parent's nonces */
+    failures += chunked_open(fork_chunked) != CB3_RESULT_OK;
+    cb3_chunked_free(fork_chunked);
     failures += stream_encrypt(fork_stream) != CB3_RESULT_FORKED;
     failures += chacha_apply(fork_chacha) != CB3_RESULT_FORKED;
     failures += cb3_stream_message_index(fork_stream) != 1;
@@ -167,6 +183,10 @@ static void test_fork(void)
     CHECK_RESULT(cb3_stream_new(KEY, 32, NONCE, 24, 0, &fork_stream), CB3_RESULT_OK);
     CHECK_RESULT(cb3_chacha_new(KEY, 32, NONCE, 24, 0, 20, &fork_chacha), CB3_RESULT_OK);
     CHECK_RESULT(cb3_blake3_new(1, &fork_hasher), CB3_RESULT_OK);
+    uint8_t header[CB3_CHUNKED_HEADER_SIZE];
+    CHECK_RESULT(cb3_chunked_header_encode(NONCE, CB3_CHUNKED_PREFIX_SIZE, 64, header, sizeof header), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_chunked_new(KEY, 32, header, sizeof header, NULL, 0, 1, &fork_chunked), CB3_RESULT_OK);
+    CHECK_RESULT(chunked_seal(fork_chunked), CB3_RESULT_OK);
     CHECK_RESULT(stream_encrypt(fork_stream), CB3_RESULT_OK);
     CHECK_RESULT(chacha_apply(fork_chacha), CB3_RESULT_OK);
     char err[4096];
@@ -175,9 +195,11 @@ static void test_fork(void)
     CHECK(strcmp(err, "child failures: 0\n") == 0);
     CHECK_RESULT(stream_encrypt(fork_stream), CB3_RESULT_OK);
     CHECK_RESULT(chacha_apply(fork_chacha), CB3_RESULT_OK);
+    CHECK_RESULT(chunked_seal(fork_chunked), CB3_RESULT_OK);
     cb3_stream_free(fork_stream);
     cb3_chacha_free(fork_chacha);
     cb3_blake3_free(fork_hasher);
+    cb3_chunked_free(fork_chunked);
 }
 
 /* ---- wait hooks and interrupts ----
