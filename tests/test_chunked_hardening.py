@@ -221,7 +221,31 @@ def test_an_exception_in_the_producer_never_seals_the_stream(producer: str, oute
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
 
 
-@pytest.mark.parametrize("wrap", ["TextIOWrapper", "BufferedWriter", "TextIOWrapper(BufferedWriter)"])
+def _wrapped(writer: Any, wrap: str) -> Any:
+    if wrap == "TextIOWrapper":
+        return io.TextIOWrapper(writer, encoding="utf-8")
+    if wrap == "BufferedWriter":
+        return io.BufferedWriter(writer)
+    return io.TextIOWrapper(io.BufferedWriter(writer), encoding="utf-8")
+
+
+WRAPS = ["TextIOWrapper", "BufferedWriter", "TextIOWrapper(BufferedWriter)"]
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_a_wrapper_dropped_unclosed_never_seals(wrap: str) -> None:
+    """No exception at all: the wrapper (holding the only reference to the
+    writer) is dropped unclosed, and its finalizer closes the writer."""
+    out = io.BytesIO()
+    f = _wrapped(cb3.EncryptingWriter(out, KEY, chunk_size=64), wrap)
+    f.write("x" * 3000 if "Text" in wrap else bytes(3000))
+    del f
+    gc.collect()
+    with pytest.raises(cb3.StreamTruncatedError):
+        cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
 def test_a_wrapper_collected_after_a_crash_never_seals(wrap: str) -> None:
     """The producer dies with the wrapper unclosed; the garbage collector
     closes the wrapper, which closes the writer: that is no end of data."""
