@@ -1012,28 +1012,20 @@ def encrypt_file(
                          max_threads=max_threads, progress=progress)
 
 
-def _encrypt_file(
-    key: Buffer,
-    src: PathOrReadable,
-    dst: PathOrWritable,
-    *,
-    associated_data: Buffer | None = None,
-    chunk_size: int = STREAM_CHUNK_SIZE,
-    max_threads: int = 1,
-    progress: Callable[[int], None] | None = None,
-    nonce_prefix: bytes | None = None,
-) -> int:
-    """encrypt_file, and a fixed nonce prefix for test vectors (never for
-    data: two streams under one key and prefix share every nonce)."""
+def _encrypt_file(key: Buffer, src: PathOrReadable, dst: PathOrWritable, *, nonce_prefix: bytes | None = None,
+                  **options: Any) -> int:
+    """encrypt_file (its keyword `options`), and a fixed nonce prefix for
+    test vectors (never for data: two streams under one key and prefix share
+    every nonce)."""
     with _opened(src, "rb") as source:
         _refuse_same_file(source, dst)
         with _opened(dst, "wb") as sink:
-            return _encrypt_opened(key, source, sink, associated_data, chunk_size, max_threads, progress,
-                                   nonce_prefix)
+            return _encrypt_opened(key, source, sink, nonce_prefix=nonce_prefix, **options)
 
 
-def _encrypt_opened(key: Buffer, source: Source, sink: Source, associated_data: Buffer | None, chunk_size: int,
-                    max_threads: int, progress: Callable[[int], None] | None, nonce_prefix: bytes | None) -> int:
+def _encrypt_opened(key: Buffer, source: Source, sink: Source, *, associated_data: Buffer | None = None,
+                    chunk_size: int = STREAM_CHUNK_SIZE, max_threads: int = 1,
+                    progress: Callable[[int], None] | None = None, nonce_prefix: bytes | None = None) -> int:
     fds = _offset_fds(source, sink, max_threads)
     writer = _new_writer(
         sink,

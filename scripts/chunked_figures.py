@@ -25,27 +25,15 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import tracemalloc
-from typing import Any, Callable
 
 import cb3
 from cb3 import chunked
 
 KEY = bytes(range(1, 33))
 TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
-
-
-def _peak(work: Callable[[], object]) -> int:
-    tracemalloc.start()
-    try:
-        work()
-    except cb3.StreamError:
-        pass
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
+sys.path.insert(0, TESTS)
+from test_chunked_hardening import CountingPipe, peak_allocation  # noqa: E402  (the tests' own measurements)
 
 
 def hostile_header_rows(directory: str) -> list[tuple[str, str]]:
@@ -62,26 +50,10 @@ def hostile_header_rows(directory: str) -> list[tuple[str, str]]:
                                                                      max_threads=threads)),
             ("decrypt_file, regular files", lambda: cb3.decrypt_file(KEY, src, dst, max_threads=threads)),
         ]:
-            peak = _peak(work)
+            peak = peak_allocation(work)
             rows.append((f"{len(hostile)}-byte input claiming 16 MiB chunks: {name}, {threads} thread(s)",
                          f"peak allocation {peak / 2**20:.2f} MiB"))
     return rows
-
-
-class _Pipe(io.RawIOBase):
-    """4 MiB of zeros that is not a regular file (the sealing pipeline)."""
-
-    def __init__(self, seen: list[int]) -> None:
-        self.left, self.seen = 4 << 20, seen
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        n = min(len(buffer), self.left, 65536)
-        self.left -= n
-        self.seen.append(sum(t.name == "cb3-seal" for t in threading.enumerate()))
-        return n
 
 
 def thread_rows() -> list[tuple[str, str]]:
@@ -89,7 +61,7 @@ def thread_rows() -> list[tuple[str, str]]:
     pending = len(writer._pending)
     writer.abort()
     seen: list[int] = []
-    cb3.encrypt_file(KEY, _Pipe(seen), io.BytesIO(), max_threads=64)
+    cb3.encrypt_file(KEY, CountingPipe(seen), io.BytesIO(), max_threads=64)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return [(f"max_threads=64 on {cores} usable cores: EncryptingWriter buffer", f"{pending / 2**20:.2f} MiB"),
             ("max_threads=64: encrypt_file's sealing threads at once (from a pipe)", f"{max(seen)}")]

@@ -331,34 +331,38 @@ def test_same_file_is_refused(tmp_path: Path, helper: str, threads: int) -> None
 # ---- 7. thread counts capped at the usable cores ------------------------------------
 
 
+class CountingPipe(io.RawIOBase):
+    """4 MiB of zeros that is not a regular file (encrypt_file's sealing
+    pipeline), noting in `seen` how many sealing threads run at each read."""
+
+    def __init__(self, seen: list[int]) -> None:
+        self.left, self.seen = 4 << 20, seen
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self.left, 65536)
+        self.left -= n
+        self.seen.append(sum(t.name == "cb3-seal" for t in threading.enumerate()))
+        return n
+
+
 def test_thread_counts_are_capped_at_the_usable_cores() -> None:
     cores = chunked.usable_cores()
     writer = cb3.EncryptingWriter(io.BytesIO(), KEY, max_threads=64)
     assert len(writer._pending) <= chunked.BATCH_BYTES_PER_THREAD * cores
     writer.abort()
     seen: list[int] = []
-
-    class Pipe(io.RawIOBase):  # not a regular file: the sealing pipeline
-        def __init__(self) -> None:
-            self.left = 4 << 20
-
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, buffer: Any) -> int:
-            n = min(len(buffer), self.left, 65536)
-            self.left -= n
-            seen.append(sum(t.name == "cb3-seal" for t in threading.enumerate()))
-            return n
-
-    cb3.encrypt_file(KEY, Pipe(), io.BytesIO(), max_threads=64)
+    cb3.encrypt_file(KEY, CountingPipe(seen), io.BytesIO(), max_threads=64)
     assert 1 <= max(seen) <= cores
 
 
 # ---- 8. a hostile header decides no allocation --------------------------------------
 
 
-def _peak_while(work: Callable[[], object]) -> int:
+def peak_allocation(work: Callable[[], object]) -> int:
+    """The peak of Python's traced allocations while `work` runs (a StreamError it raises is expected)."""
     tracemalloc.start()
     try:
         work()
@@ -385,7 +389,7 @@ def test_a_short_input_claiming_16_mib_chunks_allocates_little(tmp_path: Path, t
     with pytest.raises(cb3.StreamError):
         work()
     if platform.python_implementation() == "CPython":  # tracemalloc traces CPython's allocator
-        assert _peak_while(work) < 1 << 20
+        assert peak_allocation(work) < 1 << 20
     reader = cb3.DecryptingReader(io.BytesIO(hostile), KEY, max_threads=threads)
     with pytest.raises(cb3.StreamError):
         reader.read()
