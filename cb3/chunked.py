@@ -925,14 +925,16 @@ class _BackgroundWriter:
 
 
 @contextmanager
-def atomic_output(path: str | os.PathLike[str]) -> Iterator[io.BufferedWriter]:
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[io.FileIO]:
     """A temporary file next to ``path`` that replaces ``path`` (fsync, then
-    rename) only if the block completes; otherwise it is removed."""
+    rename) only if the block completes; otherwise it is removed. Unbuffered:
+    the helpers write whole batches, and a buffer would keep a copy of the
+    plaintext's last bytes in freed memory."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=".cb3-", suffix=".part", dir=directory)
     try:
-        with open(fd, "wb") as out:
+        with open(fd, "wb", buffering=0) as out:
             yield out
             out.flush()
             os.fsync(out.fileno())

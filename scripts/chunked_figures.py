@@ -10,7 +10,8 @@ prints one markdown table row per measurement:
   - what `max_threads=64` costs on this machine: the writer's buffer, and the
     sealing threads encrypt_file runs at once from a pipe-like source;
   - the copies of a 32-byte plaintext needle left in the process's memory
-    after encrypt_file and decrypt_file on 1 and 2 threads (the scan of
+    after encrypt_file and decrypt_file on 1 and 2 threads, 3 MiB and
+    3 MiB + 1000 bytes, to streams, regular files and a path (the scan of
     tests/test_secrets.py, run in a fresh process whose malloc keeps every
     freed block mapped).
 Run it with the build under test and with an older one to compare.
@@ -75,7 +76,8 @@ def scan_rows(directory: str) -> list[tuple[str, str]]:
         out = subprocess.run([sys.executable, "-P", "-c", code, TESTS, str(threads), directory],
                              capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
         found = int(out.stdout)
-        rows.append((f"encrypt_file + decrypt_file of 3 MiB, {threads} thread(s): plaintext left in memory",
+        rows.append((f"encrypt_file + decrypt_file (streams, regular files, a path), {threads} thread(s): "
+                     "plaintext left in memory",
                      f"{found} copies of the 32-byte needle ({found * 32 / 1024:.0f} KiB)"))
     return rows
 

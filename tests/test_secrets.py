@@ -346,8 +346,8 @@ class _DiscardingSink:
 
 
 def plaintext_left_by_the_file_helpers(threads: int, directory: str) -> int:
-    """encrypt_file and decrypt_file, streaming and between regular files, on
-    `threads` threads, over 3 MiB of plaintext that is a 32-byte needle
+    """encrypt_file and decrypt_file, streaming, between regular files and to
+    a path, on `threads` threads, over 3 MiB of plaintext that is a 32-byte needle
     repeated; returns how many copies of the needle are left in this
     process's memory afterwards. Run in a fresh process whose malloc keeps
     every freed block mapped (no mmap for large blocks, no trimming), so that
@@ -357,22 +357,28 @@ def plaintext_left_by_the_file_helpers(threads: int, directory: str) -> int:
     assert libc.mallopt(m_mmap_threshold, 1 << 30) == 1 and libc.mallopt(m_trim_threshold, 1 << 30) == 1
     key = bytes(fresh_key())
     needle = fresh_key()
-    size = 3 << 20
-    stream = io.BytesIO()
-    cb3.encrypt_file(key, _NeedleSource(needle, size), stream, max_threads=threads)
-    ciphertext, plaintext = os.path.join(directory, "in.cb3"), os.path.join(directory, "out")
-    with open(ciphertext, "wb") as f:
-        f.write(stream.getvalue())
-    found = copies_in_memory(needle) - 1  # minus `needle`; a later call may reuse (and hide) a block: scan each
-    sink = _DiscardingSink()
-    assert cb3.decrypt_file(key, io.BytesIO(stream.getvalue()), sink, max_threads=threads) == size == sink.size
-    gc.collect()
-    found += copies_in_memory(needle) - 1
-    with open(ciphertext, "rb") as src, open(plaintext, "wb") as dst:  # the offset path on 2 threads
-        assert cb3.decrypt_file(key, src, dst, max_threads=threads) == size
-    gc.collect()
-    found += copies_in_memory(needle) - 1
-    with open(plaintext, "rb") as f:
+    found = 0
+    # Two sizes: a short final write (what a buffered output would keep), and one
+    # where the streaming decryption's buffers come round to an unwiped one.
+    for size in (3 << 20, (3 << 20) + 1000):
+        stream = io.BytesIO()
+        cb3.encrypt_file(key, _NeedleSource(needle, size), stream, max_threads=threads)
+        ciphertext, plaintext = os.path.join(directory, "in.cb3"), os.path.join(directory, "out")
+        with open(ciphertext, "wb") as f:
+            f.write(stream.getvalue())
+        found += copies_in_memory(needle) - 1  # minus `needle`; a later call may reuse (and hide) a block: scan each
+        sink = _DiscardingSink()
+        assert cb3.decrypt_file(key, io.BytesIO(stream.getvalue()), sink, max_threads=threads) == size == sink.size
+        gc.collect()
+        found += copies_in_memory(needle) - 1
+        with open(ciphertext, "rb") as src, open(plaintext, "wb") as dst:  # the offset path on 2 threads
+            assert cb3.decrypt_file(key, src, dst, max_threads=threads) == size
+        gc.collect()
+        found += copies_in_memory(needle) - 1
+        assert cb3.decrypt_file(key, ciphertext, plaintext, max_threads=threads) == size  # a path: atomic output
+        gc.collect()
+        found += copies_in_memory(needle) - 1
+    with open(plaintext, "rb") as f:  # after the scans: this read buffers plaintext of its own
         assert f.read(32) == needle  # the needle was the plaintext
     needle[:] = bytes(32)
     return found
