@@ -12,7 +12,7 @@ column times the `chacha20-blake3` crate itself through
     python -m cb3 bench --targets-markdown docs/performance.md [--quick] [--rounds N]
     python -m cb3 bench --files-markdown docs/stream-format.md [--file-size 256M] [--rounds N]
 
-`--targets-markdown FILE` measures the targets of issue #15 instead (each a
+`--targets-markdown FILE` measures the per-call targets instead (each a
 ratio of two cases timed in the same rounds) and rewrites the generated
 section of FILE, between `<!-- BEGIN generated: targets -->` and
 `<!-- END generated: targets -->`, with a table stamped with the date and
@@ -584,7 +584,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--targets-markdown",
         metavar="FILE",
-        help="measure issue #15's targets and rewrite FILE's generated section "
+        help="measure the per-call targets (cb3 against its peers, docs/performance.md) and rewrite FILE's generated section "
         f"({BEGIN_TARGETS} ... {END_TARGETS}), e.g. docs/performance.md",
     )
     parser.add_argument("--files", action="store_true", help="only the file rows (cb3/bench_files.py)")
