@@ -318,6 +318,9 @@ touch "$WORK/.primary-tested"   # lane root goes on (the wheels)
 step "mypy --strict (stubs and typed examples)"
 "$WORK/venv/bin/mypy" --strict --no-incremental cb3/_cb3.pyi tests/typing_examples.py
 
+step "documentation: Sphinx html + doctest -W, links, at-scale recipe, headless Chromium (scripts/docs-check.sh)"
+CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" bash scripts/docs-check.sh
+
 step "asv: check, smoke + quick run, offline publish, headless Chromium (scripts/asv-check.sh)"
 CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" bash scripts/asv-check.sh
 

@@ -5,7 +5,7 @@ fresh temporary directory, as the module ``__main__`` backed by a real file
 (so ``if __name__ == "__main__":`` blocks run and process pools can pickle
 the functions a block defines). The HTML shows the block unchanged.
 
-A block that is a fragment (part of a file shown elsewhere) is preceded by
+Excerpts of a file (literalinclude) are that file's to test. A block that is a fragment (part of a file shown elsewhere) is preceded by
 a MyST comment saying so and why, which this extension reads:
 
     % not run: a setup.py; examples/downstream builds one for real
@@ -55,8 +55,10 @@ def _skip_reason(node: nodes.literal_block) -> str | None:
 def mark_blocks(app: Any, doctree: nodes.document) -> None:
     docname = app.env.docname
     for number, node in enumerate(doctree.findall(nodes.literal_block)):
-        if node.get("language") != "python" or "testnodetype" in node:
+        if node.get("language") not in ("python", "python3", "py") or "testnodetype" in node:
             continue
+        if str(node.get("source", "")).endswith(".py"):
+            continue  # a literalinclude of a file: that file's own tests run it
         if _skip_reason(node) is not None:
             continue
         source = node.source or app.env.doc2path(docname)

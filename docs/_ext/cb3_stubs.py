@@ -121,6 +121,10 @@ def plain_docstring(app: Any, what: str, name: str, obj: Any, options: Any, line
     """cb3's docstrings are written for ``help()``: the extension's are plain
     text (``*`` and ``|`` are literal there), and an indented example after a
     paragraph is code. Both become what reStructuredText means by them."""
+    type_doc = type(obj).__doc__
+    if what in ("data", "attribute") and isinstance(type_doc, str) and lines and lines[0] in type_doc:
+        lines[:] = []  # a constant's own type's docstring (int's, str's): not about the constant
+        return
     if extension_qualname(obj) is not None:
         lines[:] = [re.sub(r"([*|\\])", r"\\\1", line) for line in lines]
     out: list[str] = []
