@@ -28,15 +28,7 @@ lap() { printf '    [docs-check] %-44s %3d s\n' "$1" $((SECONDS - STARTED)); }
 NEED=()
 [[ -f /usr/share/doc/python3/html/objects.inv ]] || NEED+=(python3-doc)
 command -v chromium >/dev/null || NEED+=(chromium)
-if ((${#NEED[@]})); then
-    if [[ $(id -u) != 0 ]]; then
-        echo "docs-check: needs the Debian packages ${NEED[*]}: run as root, or apt-get install them" >&2
-        exit 1
-    fi
-    apt-get update -qq -o DPkg::Lock::Timeout=600
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        -o DPkg::Lock::Timeout=600 "${NEED[@]}" >/dev/null
-fi
+install_debian_packages docs-check "${NEED[@]}"
 "$PY" -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt
 lap "installs"
 
