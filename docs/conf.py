@@ -64,4 +64,5 @@ html_theme = "alabaster"
 html_title = f"cb3 {release}"
 html_static_path: list[str] = []
 html_show_sourcelink = False
-html_theme_options = {"description": "Fast, committing authenticated encryption for Python", "fixed_sidebar": True}
+html_theme_options = {"description": "Fast, committing authenticated encryption for Python", "fixed_sidebar": True,
+                      "page_width": "1140px", "body_max_width": "none"}
