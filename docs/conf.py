@@ -57,6 +57,9 @@ autodoc_type_aliases = {name: f"cb3.chunked.{name}" for name in ("PathOrReadable
 # inventory (scripts/docs-check.sh installs it; CB3_PYTHON_INVENTORY points
 # elsewhere). The URL is where the links lead; the file is what resolves them.
 PYTHON_INVENTORY = os.environ.get("CB3_PYTHON_INVENTORY", "/usr/share/doc/python3/html/objects.inv")
+if not os.path.isfile(PYTHON_INVENTORY):
+    raise RuntimeError(f"{PYTHON_INVENTORY} (Python's objects.inv) is missing: apt-get install python3-doc, "
+                       "or point CB3_PYTHON_INVENTORY at a copy of https://docs.python.org/3/objects.inv")
 intersphinx_mapping = {"python": ("https://docs.python.org/3", PYTHON_INVENTORY)}
 intersphinx_timeout = 1
 
