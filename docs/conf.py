@@ -38,14 +38,13 @@ extensions = [
 
 root_doc = "index"
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "requirements.txt", "examples/README.md"]
+exclude_patterns = ["_build"]
 nitpicky = True
 # The C standard types the header uses: the C domain has no entries for them.
 nitpick_ignore = [("c:identifier", name) for name in ("uint8_t", "uint32_t", "uint64_t", "int32_t", "int64_t", "size_t")]
 
 myst_heading_anchors = 4
 myst_enable_extensions = ["colon_fence"]
-suppress_warnings: list[str] = []
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
@@ -65,7 +64,6 @@ intersphinx_timeout = 1
 
 html_theme = "alabaster"
 html_title = f"cb3 {release}"
-html_static_path: list[str] = []
 html_show_sourcelink = False
 html_theme_options = {"description": "Fast, committing authenticated encryption for Python", "fixed_sidebar": True,
                       "page_width": "1140px", "body_max_width": "none"}
