@@ -9,15 +9,15 @@ column times the `chacha20-blake3` crate itself through
 `cb3._cb3.bench_reference`, in the same process.
 
     python -m cb3 bench [--quick] [--sizes 64,1024,...] [--rounds N] [--json FILE]
-    python -m cb3 bench --targets-markdown docs/performance.md [--quick] [--rounds N]
-    python -m cb3 bench --files-markdown docs/stream-format.md [--file-size 256M] [--rounds N]
+    python -m cb3 bench --targets-markdown docs/results/performance.md [--quick] [--rounds N]
+    python -m cb3 bench --files-markdown docs/results/files.md [--file-size 256M] [--rounds N]
 
-`--targets-markdown FILE` measures the targets of issue #15 instead (each a
+`--targets-markdown FILE` measures the per-call targets instead (each a
 ratio of two cases timed in the same rounds) and rewrites the generated
 section of FILE, between `<!-- BEGIN generated: targets -->` and
 `<!-- END generated: targets -->`, with a table stamped with the date and
 the machine. `--files-markdown FILE` does the same for the file rows
-(section `files`, e.g. in docs/stream-format.md).
+(section `files`, e.g. in docs/results/files.md).
 """
 
 import argparse
@@ -584,15 +584,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--targets-markdown",
         metavar="FILE",
-        help="measure issue #15's targets and rewrite FILE's generated section "
-        f"({BEGIN_TARGETS} ... {END_TARGETS}), e.g. docs/performance.md",
+        help="measure the per-call targets (cb3 against its peers) and rewrite FILE's generated section "
+        f"({BEGIN_TARGETS} ... {END_TARGETS}), e.g. docs/results/performance.md",
     )
     parser.add_argument("--files", action="store_true", help="only the file rows (cb3/bench_files.py)")
     parser.add_argument(
         "--files-markdown",
         metavar="FILE",
         help=f"measure the file rows and rewrite FILE's generated section ({BEGIN_FILES} ... {END_FILES}) "
-        "with the file rows, e.g. docs/stream-format.md",
+        "with the file rows, e.g. docs/results/files.md",
     )
     parser.add_argument("--file-size", default="256M", help="file rows: the file size (default 256M)")
     parser.add_argument("--sparse-size", default="2G", help="file rows: the sparse file for peak RSS (default 2G; 0: skip)")

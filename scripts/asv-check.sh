@@ -30,15 +30,7 @@ command -v chromium >/dev/null || NEED+=(chromium)
 [[ -f /usr/share/javascript/bootstrap/js/bootstrap.min.js ]] || NEED+=(libjs-bootstrap)
 [[ -f /usr/share/javascript/jquery-stupidtable/stupidtable.min.js ]] || NEED+=(libjs-jquery-stupidtable)
 [[ -f /usr/share/javascript/blueimp-md5/md5.min.js ]] || NEED+=(node-blueimp-md5)
-if ((${#NEED[@]})); then
-    if [[ $(id -u) != 0 ]]; then
-        echo "asv-check: needs the Debian packages ${NEED[*]}: run as root, or apt-get install them" >&2
-        exit 1
-    fi
-    apt-get update -qq -o DPkg::Lock::Timeout=600
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        -o DPkg::Lock::Timeout=600 "${NEED[@]}" >/dev/null
-fi
+install_debian_packages asv-check "${NEED[@]}"
 "$PY" -m pip install --quiet --disable-pip-version-check "asv==$ASV_VERSION"
 lap "installs"
 

@@ -2,7 +2,7 @@
 # PyPy vs CPython per-call table (issue 15, "PyPy at CPython's speed"):
 # builds cb3 for CPython 3.11 (host venv, cpython ABI) and for PyPy 3.11 (the
 # scripts/pypy.sh chroot, hybrid ABI), runs `python -m cb3 bench` on both in
-# interleaved rounds and writes docs/pypy-speed.md (scripts/pypy_speed.py).
+# interleaved rounds and writes docs/results/pypy-speed.md (scripts/pypy_speed.py).
 #
 #   sudo scripts/bench-pypy.sh          (needs the chroot: run scripts/pypy.sh once)
 #
@@ -11,7 +11,7 @@
 # the first major collection, docs/pypy.md; 0 times a fresh process),
 # CB3_BENCH_CLOCK (process: CPU time, the default, steadier on a shared
 # machine; wall), CB3_PYPY_CACHE (default /var/cache/cb3-pypy), CB3_BENCH_OUT
-# (default docs/pypy-speed.md).
+# (default docs/results/pypy-speed.md).
 # About 4 minutes on the 2-core reference VM (builds 40 s, 3 rounds 3 min);
 # scripts/test.sh runs it last, with CB3_BENCH_OUT=.test/pypy-speed.md.
 set -euo pipefail
@@ -22,7 +22,7 @@ ROOT=$CACHE/chroot
 ROUNDS=${CB3_BENCH_ROUNDS:-3}
 WARMUP=${CB3_BENCH_WARMUP:-1}
 CLOCK=${CB3_BENCH_CLOCK:-process}
-OUT=${CB3_BENCH_OUT:-$REPO/docs/pypy-speed.md}
+OUT=${CB3_BENCH_OUT:-$REPO/docs/results/pypy-speed.md}
 WORK=$REPO/.test/bench-pypy
 PYTHON=${PYTHON:-python3.11}
 BENCH_ARGS=(-P -m cb3 bench --only "cb3 encrypt,cb3 decrypt,cb3 keyed_hash" --sizes 64,1048576 --rounds 3

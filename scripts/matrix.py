@@ -1,4 +1,4 @@
-"""The interpreter table of the README, generated from test runs.
+"""The interpreter table (docs/results/interpreter-matrix.md), generated from test runs.
 
 Each test run of one interpreter (scripts/test.sh, scripts/chroot-test.sh,
 and the wheel checks) records one row, a JSON file in the matrix directory
@@ -18,8 +18,9 @@ Subcommands (stdlib only; any Python >= 3.11):
   describe                 run by the interpreter under test: prints its --info JSON
   record --info JSON ...   writes a row from describe's JSON and pytest's --junitxml
   table                    prints the markdown table of all rows
-  readme [--check]         writes the table into README.md between the markers
-                           (--check: exit 1 if README.md differs, writes nothing)
+  page [--check]           writes the table into docs/results/interpreter-matrix.md
+                           between the markers (--check: exit 1 if the page
+                           differs, writes nothing); `readme` is an old name of it
 """
 
 from __future__ import annotations
@@ -102,16 +103,19 @@ def table(directory: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme(directory: Path, check: bool) -> int:
-    path = ROOT / "README.md"
+PAGE = ROOT / "docs" / "results" / "interpreter-matrix.md"
+
+
+def page(directory: Path, check: bool) -> int:
+    path = PAGE
     text = path.read_text(encoding="utf-8")
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
-        sys.exit(f"README.md has no {BEGIN!r} ... {END!r} section")
+        sys.exit(f"{path.relative_to(ROOT)} has no {BEGIN!r} ... {END!r} section")
     new = text[: start + len(BEGIN)] + "\n" + table(directory) + text[end:]
     if check:
         if new != text:
-            print("README.md's interpreter table differs from this run's (python3 scripts/matrix.py readme updates it)")
+            print(f"{path.relative_to(ROOT)}'s interpreter table differs from this run's (python3 scripts/matrix.py page updates it)")
             return 1
         return 0
     path.write_text(new, encoding="utf-8")
@@ -132,10 +136,10 @@ def main() -> int:
     rec.add_argument("--mode", default="")
     rec.add_argument("--seconds", action="append", default=[], metavar="STEP=N")
     rec.add_argument("--id", default=None)
-    for name in ("table", "readme"):
+    for name in ("table", "page", "readme"):
         p = sub.add_parser(name)
         p.add_argument("--dir", default=str(DEFAULT_DIR))
-        if name == "readme":
+        if name != "table":
             p.add_argument("--check", action="store_true")
     args = parser.parse_args()
     if args.command == "describe":
@@ -145,7 +149,7 @@ def main() -> int:
     elif args.command == "table":
         sys.stdout.write(table(Path(args.dir)))
     else:
-        return readme(Path(args.dir), args.check)
+        return page(Path(args.dir), args.check)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Merges `python -m cb3 bench --json` runs of CPython and PyPy (interleaved
 rounds, written by scripts/bench-pypy.sh) into the PyPy-vs-CPython table of
-docs/pypy-speed.md: per row, the median over rounds of each run's median.
+docs/results/pypy-speed.md: per row, the median over rounds of each run's median.
 
     python scripts/pypy_speed.py OUT.md NOTE.txt RUN.json...
 """

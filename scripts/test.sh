@@ -5,7 +5,8 @@
 #   1. rustlib: cargo test, and the header drift check (pinned cbindgen)
 #   2. the primary CPython (PYTHON: any of 3.11-3.14, default python3.11),
 #      cpython ABI: pip install . into a fresh venv (cargo reuses
-#      rustlib/target), pytest, mypy --strict, asv smoke run, bench
+#      rustlib/target), pytest, mypy --strict, the documentation site
+#      (scripts/docs-check.sh), asv smoke run, bench
 #   3. the primary CPython, hybrid ABI under HPy's debug mode (handle leaks,
 #      use after close), with an hpy.universal built from hpy 0.9.0's sdist plus
 #      the vendored ctx_type.c patch (hpy_universal_wheel, cached per interpreter)
@@ -317,6 +318,9 @@ touch "$WORK/.primary-tested"   # lane root goes on (the wheels)
 
 step "mypy --strict (stubs and typed examples)"
 "$WORK/venv/bin/mypy" --strict --no-incremental cb3/_cb3.pyi tests/typing_examples.py
+
+step "documentation: Sphinx html + doctest -W, links, at-scale recipe, headless Chromium (scripts/docs-check.sh)"
+CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" bash scripts/docs-check.sh
 
 step "asv: check, smoke + quick run, offline publish, headless Chromium (scripts/asv-check.sh)"
 CB3_PYTHON="$WORK/venv/bin/python" CB3_TEST_DIR="$WORK" bash scripts/asv-check.sh

@@ -1,6 +1,6 @@
-"""`python -m cb3 bench --targets-markdown FILE` (cb3/bench.py): issue #15's
+"""`python -m cb3 bench --targets-markdown FILE` (cb3/bench.py): the per-call
 targets measured and written into the generated section of
-docs/performance.md. The test runs the command on a copy (a smoke run with
+docs/results/performance.md. The test runs the command on a copy (a smoke run with
 `--quick`) and judges only what it writes, never a figure."""
 
 import re
@@ -10,13 +10,13 @@ import pytest
 
 from cb3 import bench
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "results" / "performance.md"
 
 
 def test_the_performance_doc_has_one_generated_targets_section():
     text = DOC.read_text(encoding="utf-8")
-    assert text.count(bench.BEGIN_TARGETS) == 1, "docs/performance.md: the BEGIN marker, once"
-    assert text.count(bench.END_TARGETS) == 1, "docs/performance.md: the END marker, once"
+    assert text.count(bench.BEGIN_TARGETS) == 1, "docs/results/performance.md: the BEGIN marker, once"
+    assert text.count(bench.END_TARGETS) == 1, "docs/results/performance.md: the END marker, once"
     assert text.index(bench.BEGIN_TARGETS) < text.index(bench.END_TARGETS)
 
 
@@ -59,7 +59,7 @@ def test_targets_markdown_refuses_a_file_without_the_markers(tmp_path, capsys):
     assert "no section between" in capsys.readouterr().err
 
 
-STREAM_DOC = DOC.parent / "stream-format.md"
+STREAM_DOC = DOC.parent / "files.md"
 
 
 def test_the_stream_format_doc_has_one_generated_files_section():
