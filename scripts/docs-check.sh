@@ -61,7 +61,7 @@ page() {
     "${CHROME[@]}" --screenshot="$OUT/$name.png" "file://$OUT/html/$path" >>"$OUT/chromium.log" 2>&1
     CHECKS+=("$OUT/$name.dom.html" "$OUT/$name.png" "$@" --)
 }
-page index index.html "Fast, committing authenticated encryption" "Quickstart" "cb3.generate_key()" \
+page index index.html "Fast, committing authenticated encryption" "Quickstart" "python -m cb3 keygen" \
     'href="reference/index.html"' 'href="guides/at-scale.html"'
 page api reference/cb3.html 'id="cb3.ChaCha20Blake3.encrypt"' "Buffer" "glossary.html#term-bytes-like-object" \
     "max_threads" "Immutable and safe to share between threads"
