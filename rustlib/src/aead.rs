@@ -53,6 +53,10 @@ pub const CB3_TAG_SIZE: usize = 32;
 /// XORs from the private copy into the output): from this CPU's L1d
 /// (`cache::Pieces::xor_piece`).
 fn xor_piece_len() -> usize {
+    #[cfg(test)]
+    if let n @ 1.. = tests::XOR_PIECE_OVERRIDE.load(Ordering::Relaxed) {
+        return n;
+    }
     crate::cache::tuning().1.xor_piece
 }
 
@@ -63,6 +67,10 @@ fn xor_piece_len() -> usize {
 /// starts with the associated data), so BLAKE3 hashes every piece but the
 /// first 16 chunks at a time.
 fn piece_len() -> usize {
+    #[cfg(test)]
+    if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
+        return n;
+    }
     crate::cache::tuning().1.piece
 }
 
@@ -1426,6 +1434,46 @@ mod tests {
             assert_eq!(probe::deepest_copy(&stack, &kdf), 0, "open {len}: a key copy left");
             assert!(out == data);
         }
+    }
+
+    /// Piece sizes other CPUs derive (`cache::pieces_for`) for the tests
+    /// below (0: this CPU's). Other tests running meanwhile may see them: the
+    /// bytes do not depend on them.
+    pub(super) static PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    pub(super) static XOR_PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// The smallest and largest piece sizes `cache::pieces_for` derives
+    /// give the crate's bytes, for lengths and associated data around the
+    /// pieces, one and three leaves, and both decryption outputs.
+    #[test]
+    fn every_piece_size_gives_the_same_bytes() {
+        for (piece, xor_piece) in [(64 << 10, 16 << 10), (1 << 20, 256 << 10)] {
+            PIECE_OVERRIDE.store(piece, Ordering::Relaxed);
+            XOR_PIECE_OVERRIDE.store(xor_piece, Ordering::Relaxed);
+            for (i, &len) in [piece - 1, piece + 1, 2 * piece + 5, 3 * piece + 777].iter().enumerate() {
+                for aad_len in [0, 1017, piece - 5] {
+                    let key: [u8; 32] = bytes(i + 7, 32).try_into().unwrap();
+                    let nonce: [u8; 24] = bytes(i + 8, 24).try_into().unwrap();
+                    let (pt, aad) = (bytes(i + 9, len), bytes(i + 10, aad_len));
+                    let expected = ChaCha20Blake3::new(key).encrypt(&nonce, &pt, &aad);
+                    let keys = Secrets::derived(&key, &nonce);
+                    let tag: [u8; 32] = expected[len..].try_into().unwrap();
+                    for threads in [1, 3] {
+                        let what = format!("piece {piece}, length {len}, aad {aad_len}, {threads} threads");
+                        let mut out = vec![0u8; len];
+                        assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, threads), Ok(tag), "{what}");
+                        assert!(out == expected[..len], "{what}");
+                        for output in [Output::Private, Output::Shared] {
+                            let mut plain = vec![0xAA; len];
+                            open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, threads).unwrap();
+                            assert!(plain == pt, "{what} {output:?}");
+                        }
+                    }
+                }
+            }
+        }
+        PIECE_OVERRIDE.store(0, Ordering::Relaxed);
+        XOR_PIECE_OVERRIDE.store(0, Ordering::Relaxed);
     }
 
     /// Pools are capped at the usable cores, so tests/abi.rs sees only this
