@@ -347,9 +347,8 @@ fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// values of `mac_tree`, the thread-local staging).
 fn scrub_direct(mac_input: usize) {
     match (mac_input <= crate::direct::CHUNK_LEN, crate::info::avx512()) {
-        (true, false) => crate::wipe::scrub_stack_direct(),
+        (true, _) => crate::wipe::scrub_stack(),
         (false, false) => crate::wipe::scrub_stack_direct_wide(),
-        (true, true) => crate::wipe::scrub_stack(),
         (false, true) => crate::wipe::scrub_stack_wide(),
     }
 }
@@ -357,11 +356,10 @@ fn scrub_direct(mac_input: usize) {
 /// How many bytes below the caller `scrub_direct(mac_input)` zeroes.
 #[cfg(test)]
 fn scrub_direct_depth(mac_input: usize) -> usize {
-    let one_chunk = mac_input <= crate::direct::CHUNK_LEN;
-    match (crate::info::avx512(), one_chunk) {
-        (false, _) => crate::wipe::DIRECT_SCRUB_BYTES[usize::from(!one_chunk)],
-        (true, true) => crate::wipe::SCRUB_BYTES,
-        (true, false) => crate::wipe::WIDE_SCRUB_BYTES,
+    match (mac_input <= crate::direct::CHUNK_LEN, crate::info::avx512()) {
+        (true, _) => crate::wipe::SCRUB_BYTES,
+        (false, false) => crate::wipe::DIRECT_WIDE_SCRUB_BYTES,
+        (false, true) => crate::wipe::WIDE_SCRUB_BYTES,
     }
 }
 

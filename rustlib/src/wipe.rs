@@ -13,7 +13,7 @@
 //! after work (`parallel::install`).
 
 /// Bytes below the caller's frame that `scrub_stack` zeroes (also the AEAD's
-/// direct path on one-chunk messages with AVX-512): the deepest
+/// direct path on one-chunk messages): the deepest
 /// copy found on x86_64 was 2 KiB down; on aarch64 (larger frames) copies
 /// were found 4-8 KiB down.
 #[cfg(target_arch = "aarch64")]
@@ -23,24 +23,25 @@ pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
 
 /// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
 /// chaining values and blake3's frames), and the AEAD's direct path on
-/// multi-chunk messages with AVX-512.
+/// longer messages with AVX-512.
 #[cfg(target_arch = "aarch64")]
 pub(crate) const WIDE_SCRUB_BYTES: usize = 32 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
 pub(crate) const WIDE_SCRUB_BYTES: usize = 12 * 1024;
 
-/// For the AEAD's direct path (`aead::scrub_direct`) on one-chunk and
-/// longer messages, on CPUs without AVX-512: its calls write up to 2.8 and
-/// 7 KiB of stack on x86_64 (2864 and 7128 bytes, the deepest bytes key
-/// copies; AVX2 natively, SSE4.1 and SSE2 under `qemu-x86_64 -cpu`),
-/// measured by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path`,
-/// which fails if a backend or compiler goes deeper than these (a quarter
-/// more). The AVX-512 backends (not measured yet) keep `SCRUB_BYTES` and
+/// For the AEAD's direct path (`aead::scrub_direct`) on messages of more
+/// than one chunk of MAC input, on CPUs without AVX-512: its calls write up
+/// to 7 KiB of stack on x86_64 (7128 bytes, the deepest a key copy; AVX2
+/// natively, SSE4.1 and SSE2 under `qemu-x86_64 -cpu`), measured by aead.rs's
+/// `the_scrub_reaches_every_frame_of_the_direct_path`, which fails if a
+/// backend or compiler goes deeper than this (a quarter more). One-chunk
+/// messages write up to 2.8 KiB and keep `SCRUB_BYTES` (3.5 KiB timed no
+/// faster than 4); the AVX-512 backends (not measured yet) keep
 /// `WIDE_SCRUB_BYTES`.
 #[cfg(target_arch = "aarch64")]
-pub(crate) const DIRECT_SCRUB_BYTES: [usize; 2] = [SCRUB_BYTES, WIDE_SCRUB_BYTES];
+pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = WIDE_SCRUB_BYTES;
 #[cfg(not(target_arch = "aarch64"))]
-pub(crate) const DIRECT_SCRUB_BYTES: [usize; 2] = [3584, 9 * 1024];
+pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = 9 * 1024;
 
 /// For pool threads and calls over large inputs, whose frames go deeper
 /// (BLAKE3's subtree recursion, rayon's joins).
@@ -54,28 +55,21 @@ fn zero_below<const N: usize>() {
 /// Zeroes the stack below the caller's frame: the dead frames of the calls
 /// it just made with a key. Not inlined, so its own frame lies below the
 /// caller's; `black_box` keeps the stores from being removed as dead.
-/// Cost: about 60 ns.
+/// Cost: about 60-90 ns.
 #[inline(never)]
 pub fn scrub_stack() {
     zero_below::<SCRUB_BYTES>();
 }
 
-/// `scrub_stack` for the AEAD's direct path on one-chunk messages
-/// (`DIRECT_SCRUB_BYTES[0]`).
-#[inline(never)]
-pub fn scrub_stack_direct() {
-    zero_below::<{ DIRECT_SCRUB_BYTES[0] }>();
-}
-
 /// `scrub_stack` for the AEAD's direct path on longer messages
-/// (`DIRECT_SCRUB_BYTES[1]`).
+/// (`DIRECT_WIDE_SCRUB_BYTES`, about 150 ns).
 #[inline(never)]
 pub fn scrub_stack_direct_wide() {
-    zero_below::<{ DIRECT_SCRUB_BYTES[1] }>();
+    zero_below::<DIRECT_WIDE_SCRUB_BYTES>();
 }
 
 /// `scrub_stack` for the direct hashes of multi-chunk inputs (12 KiB, about
-/// 80 ns).
+/// 200 ns).
 #[inline(never)]
 pub fn scrub_stack_wide() {
     zero_below::<WIDE_SCRUB_BYTES>();
