@@ -130,6 +130,7 @@ def command(args: argparse.Namespace) -> int:
     print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
     print(f"HPy ABI: {cb3.HPY_ABI}")
     print(f"SIMD: {cb3.simd_backend()} ({cpu_name()})")
+    print(f"caches: {_cb3.cache_tuning()}")
     try:
         passed = run()
     except (AssertionError, DecryptionError) as e:

@@ -17,6 +17,14 @@ static HPy simd_backend_impl(HPyContext *ctx, HPy self)
     return HPyUnicode_FromString(ctx, cb3_simd_backend());
 }
 
+HPyDef_METH(cache_tuning, "cache_tuning", HPyFunc_NOARGS,
+            .doc = "cache_tuning()\n--\n\nThis CPU's cache sizes and the AEAD's piece sizes derived from them.")
+static HPy cache_tuning_impl(HPyContext *ctx, HPy self)
+{
+    (void)self;
+    return HPyUnicode_FromString(ctx, cb3_cache_tuning());
+}
+
 /* module.name = value, a new handle (HPy_NULL: its error is set). */
 static int add(HPyContext *ctx, HPy module, const char *name, HPy value)
 {
@@ -157,8 +165,8 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 }
 
 static HPyDef *module_defines[] = {
-    &module_exec,        &version,           &simd_backend,      &bench_reference,   &cb3_hash_def,
-    &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def, NULL,
+    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &bench_reference,
+    &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def, NULL,
 };
 static HPyGlobal *module_globals[] = {&cb3_DecryptionError, &cb3_KeystreamExhaustedError, NULL};
 

@@ -1171,6 +1171,16 @@ const char *cb3_version(void);
 const char *cb3_simd_backend(void);
 
 /**
+ * This CPU's cache sizes and the piece sizes the AEAD derived from them at
+ * run time, as one line of text, e.g. "L1d 32 KiB, L2 512 KiB, L3 32 MiB
+ * (sysfs); piece 256 KiB, xor piece 64 KiB" (sizes from sysfs on Linux,
+ * else cpuid, else "default"; "?" for a size not found). For diagnostics
+ * only: every piece size computes the same bytes. Static and
+ * NUL-terminated: never NULL; do not free or modify it.
+ */
+const char *cb3_cache_tuning(void);
+
+/**
  * Sets the process-wide wait hooks, for language bindings with an
  * interpreter lock: when a call finds an object's lock held by another
  * thread, it calls `begin()` on the calling thread, blocks until the lock

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
+use chacha20::cipher::array::Array;
 use chacha20::cipher::consts::U64;
 use chacha20::cipher::inout::InOutBuf;
 use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherCore, StreamCipherSeek};
@@ -32,7 +33,7 @@ use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::buffers::{data_and_output, disjoint, fixed, store, Raw, Source};
+use crate::buffers::{data_and_output, disjoint, fixed, store, xor_keystream, Raw, Source};
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
 use crate::parallel::{self, LazyPool};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
@@ -49,15 +50,29 @@ pub const CB3_NONCE_SIZE: usize = 24;
 pub const CB3_TAG_SIZE: usize = 32;
 
 /// Bytes per keystream step of the final pass of a staged decryption (which
-/// XORs from the private copy into the output).
-const XOR_PIECE: usize = 64 * 1024;
+/// XORs from the private copy into the output): from this CPU's L1d
+/// (`cache::Pieces::xor_piece`).
+fn xor_piece_len() -> usize {
+    #[cfg(test)]
+    if let n @ 1.. = tests::XOR_PIECE_OVERRIDE.load(Ordering::Relaxed) {
+        return n;
+    }
+    crate::cache::tuning().1.xor_piece
+}
 
 /// Bytes per piece of the one pass over a message (see `process`): each
 /// piece is copied from the caller into memory no one else can see, then
-/// XORed and MACed there while it is in L2. Pieces are aligned in the MAC
-/// input (which starts with the associated data), so BLAKE3 hashes every
-/// piece but the first 16 chunks at a time.
-const PIECE: usize = 256 * 1024;
+/// XORed and MACed there while it is in L2 (half this CPU's L2:
+/// `cache::Pieces::piece`). Pieces are aligned in the MAC input (which
+/// starts with the associated data), so BLAKE3 hashes every piece but the
+/// first 16 chunks at a time.
+fn piece_len() -> usize {
+    #[cfg(test)]
+    if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
+        return n;
+    }
+    crate::cache::tuning().1.piece
+}
 
 /// Who can see the output buffer of a decryption while it runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -190,11 +205,7 @@ impl Secrets {
             let count = tail.len().div_ceil(64).max(4);
             self.blocks = count;
             core.write_keystream_blocks(&mut self.keystream[..count]);
-            let stream = self.keystream[..count].iter().flat_map(|block| block.iter());
-            match tail_in {
-                Some(input) => tail.iter_mut().zip(input).zip(stream).for_each(|((o, i), k)| *o = i ^ k),
-                None => tail.iter_mut().zip(stream).for_each(|(o, k)| *o ^= k),
-            }
+            xor_keystream(tail, tail_in, Array::slice_as_flattened(&self.keystream[..count]));
         }
     }
 }
@@ -241,7 +252,7 @@ fn with_stage<R>(len: usize, work: impl FnOnce(*mut u8) -> Cb3Result<R>) -> Cb3R
     with_scratch(len, |scratch| work(scratch.as_mut_ptr()))
 }
 
-/// Runs `work` on this thread's piece buffer, at least `len` (and PIECE)
+/// Runs `work` on this thread's piece buffer, at least `len` (and `piece_len()`)
 /// bytes: kept between calls (allocating and zeroing 256 KiB per call cost
 /// a few % at 1 MiB), or a new one if a piece function ever ran a nested
 /// pass on this thread.
@@ -259,7 +270,7 @@ fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> 
         // Slack behind the bytes asked for: blake3's AVX2 `hash_many` reads
         // 16 bytes past each chunk it hashes, and a piece may fill the
         // buffer up to `len` (see direct.rs).
-        let want = len.max(PIECE) + SCRATCH_SLACK;
+        let want = len.max(piece_len()) + SCRATCH_SLACK;
         if scratch.len() < want {
             scratch.try_reserve_exact(want - scratch.len()).map_err(|_| cb3_result::OutOfMemory)?;
             scratch.resize(want, 0);
@@ -335,19 +346,30 @@ fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// deeper for messages with more than one chunk of MAC input (the chaining
 /// values of `mac_tree`, the thread-local staging).
 fn scrub_direct(mac_input: usize) {
-    if mac_input <= crate::direct::CHUNK_LEN {
-        crate::wipe::scrub_stack();
-    } else {
-        crate::wipe::scrub_stack_wide();
+    match (mac_input <= crate::direct::CHUNK_LEN, crate::info::avx512()) {
+        (true, _) => crate::wipe::scrub_stack(),
+        (false, false) => crate::wipe::scrub_stack_direct_wide(),
+        (false, true) => crate::wipe::scrub_stack_wide(),
+    }
+}
+
+/// How many bytes below the caller `scrub_direct(mac_input)` zeroes.
+#[cfg(test)]
+fn scrub_direct_depth(mac_input: usize) -> usize {
+    match (mac_input <= crate::direct::CHUNK_LEN, crate::info::avx512()) {
+        (true, _) => crate::wipe::SCRUB_BYTES,
+        (false, false) => crate::wipe::DIRECT_WIDE_SCRUB_BYTES,
+        (false, true) => crate::wipe::WIDE_SCRUB_BYTES,
     }
 }
 
 /// `out = input XOR keystream` from byte `offset` of the message on, in
-/// pieces of `XOR_PIECE` bytes.
+/// pieces of `xor_piece_len()` bytes.
 fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut [u8]) -> Cb3Result<()> {
     let mut stream = keys.keystream(offset)?;
-    let pieces = out.len().div_ceil(XOR_PIECE);
-    for (index, (piece, from)) in out.chunks_mut(XOR_PIECE).zip(input.chunks(XOR_PIECE)).enumerate() {
+    let step = xor_piece_len();
+    let pieces = out.len().div_ceil(step);
+    for (index, (piece, from)) in out.chunks_mut(step).zip(input.chunks(step)).enumerate() {
         xor_piece_from(&mut stream, from, piece, index + 1 == pieces)?;
     }
     Ok(())
@@ -366,7 +388,7 @@ fn xor_piece_from(stream: &mut ChaCha20Legacy, input: &[u8], out: &mut [u8], las
     if full < input.len() {
         let mut run = Zeroizing::new([0u8; KEYSTREAM_RUN]);
         stream.try_apply_keystream(&mut run[..]).map_err(|_| cb3_result::Panic)?;
-        out[full..].iter_mut().zip(&input[full..]).zip(run.iter()).for_each(|((o, i), k)| *o = i ^ k);
+        xor_keystream(&mut out[full..], Some(&input[full..]), &run[..]);
     }
     Ok(())
 }
@@ -451,7 +473,7 @@ const SCRATCH_SLACK: usize = 64;
 
 thread_local! {
     /// Each thread's piece buffer for `seal` and the direct path's staging
-    /// (PIECE bytes, allocated on its first message with more than one
+    /// (`piece_len()` bytes, allocated on its first message with more than one
     /// chunk of MAC input and kept; it only ever holds ciphertext and
     /// associated data when a call returns).
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -460,7 +482,7 @@ thread_local! {
 /// One pass over a message: the MAC input `aad || le64(|aad|) || ct ||
 /// le64(|ct|)` as a BLAKE3 tree (with the `hazmat` subtree functions), whose
 /// leaves run on the pool's threads when `threads > 1` and are cut into
-/// pieces of `PIECE` bytes, each handed to `piece`. Returns the tag; the
+/// pieces of `piece_len()` bytes, each handed to `piece`. Returns the tag; the
 /// bytes equal one `blake3::Hasher::update` over the whole input (checked
 /// against the crate at every length and split in tests/abi.rs).
 struct Pass<'a> {
@@ -480,7 +502,7 @@ impl<'a> Pass<'a> {
     fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
         let head = aad.len() + 8;
         let total = head + ct_len + 8;
-        let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * PIECE) } else { usize::MAX };
+        let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * piece_len()) } else { usize::MAX };
         let pass = Pass {
             keys,
             aad,
@@ -552,19 +574,20 @@ impl<'a> Pass<'a> {
                 // in front of the first piece, so that every `update` of
                 // ciphertext starts on the grid (whole, wide subtrees; no
                 // chunk-by-chunk ramp after the associated data).
-                let staged_from = if start < self.head { (self.head / PIECE * PIECE).max(start) } else { self.head };
+                let piece = piece_len();
+                let staged_from = if start < self.head { (self.head / piece * piece).max(start) } else { self.head };
                 if start < staged_from {
                     Self::feed_fixed(&mut mac, fixed, start, staged_from);
                 }
                 let (first, stop) = (ct_start - self.head, ct_stop - self.head);
                 let mut stream = self.keys.keystream(first)?;
-                with_scratch(PIECE, |scratch| {
+                with_scratch(piece, |scratch| {
                     let mut prefix = self.head - staged_from;
                     Self::copy_fixed(&mut scratch[..prefix], fixed, staged_from, self.head);
                     let mut at = first;
                     while at < stop {
                         // The next piece boundary, aligned in the MAC input.
-                        let next = (((at + self.head) / PIECE + 1) * PIECE - self.head).min(stop);
+                        let next = (((at + self.head) / piece + 1) * piece - self.head).min(stop);
                         (self.piece)(at..next, &mut mac, &mut stream, next == stop, prefix, scratch)?;
                         prefix = 0;
                         at = next;
@@ -1350,15 +1373,117 @@ mod tests {
         (0..len).map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(97) ^ (i >> 8)) as u8).collect()
     }
 
+    /// How deep the one-chunk direct path (`seal_direct`/`open_direct`,
+    /// which `seal`/`open` follow with `scrub_direct`) writes the stack below
+    /// its caller's frame, and where copies of the message keys land: the
+    /// scrub must reach every byte these calls write (their frames hold the
+    /// keys, the ChaCha state and the MAC's chaining values), for every
+    /// one-chunk length, both sources, and a failing open.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn the_scrub_reaches_every_frame_of_the_direct_path() {
+        use crate::wipe::probe;
+        let key = [0x3Cu8; 32];
+        let nonce = [0x7Eu8; 24];
+        let mut kdf = [0u8; 72];
+        blake3::Hasher::new_keyed(&key).update(&nonce).finalize_xof().fill(&mut kdf);
+        let (mut written, mut secrets_at) = ([0; 2], 0);
+        let mut measure = |check: &str, mac_input: usize, run: &mut dyn FnMut()| {
+            let (stack, depth) = probe::after(run);
+            let one_chunk = mac_input <= crate::direct::CHUNK_LEN;
+            assert!(depth <= scrub_direct_depth(mac_input), "{check}: {depth} bytes of stack written");
+            let at = &mut written[usize::from(!one_chunk)];
+            *at = (*at).max(depth);
+            secrets_at = secrets_at.max(probe::deepest_copy(&stack, &kdf));
+        };
+        for aad_len in [0, 13, 1000] {
+            for len in [0, 1, 64, 100, 255, 256, 257, 511, 512, 1000, 1008 - aad_len, 1009 - aad_len, 5000, DIRECT_MAX - 16 - aad_len] {
+                let (aad, data) = (bytes(5, aad_len), bytes(9, len));
+                let (mut sealed, mut inplace, mut opened, mut tag) = (vec![0u8; len], data.clone(), vec![0u8; len], [0u8; 32]);
+                let what = format!("{len} bytes, aad {aad_len}");
+                let mac_input = aad_len + len + 16;
+                // In the caller's frame, as `seal`/`open` hold it (it wipes itself).
+                let mut secrets = Secrets::new();
+                measure(&format!("seal {what}"), mac_input, &mut || {
+                    tag = seal_direct(&mut secrets, &key, &nonce, &aad, Source::Separate(&data), &mut sealed).unwrap()
+                });
+                measure(&format!("seal in place {what}"), mac_input, &mut || {
+                    seal_direct(&mut secrets, &key, &nonce, &aad, Source::InPlace, &mut inplace).unwrap();
+                });
+                measure(&format!("open {what}"), mac_input, &mut || {
+                    open_direct(&mut secrets, &key, &nonce, &aad, &tag, Source::Separate(&sealed), &mut opened).unwrap()
+                });
+                measure(&format!("failing open {what}"), mac_input, &mut || {
+                    let failed = open_direct(&mut secrets, &key, &nonce, &aad, &[0; 32], Source::Separate(&sealed), &mut vec![0; len]);
+                    assert_eq!(failed, Err(cb3_result::DecryptionFailed));
+                });
+                assert!(opened == data && inplace == sealed, "{what}");
+            }
+        }
+        let scrubs = [scrub_direct_depth(0), scrub_direct_depth(DIRECT_MAX)];
+        eprintln!("direct path, [one chunk, more]: {written:?} bytes of stack written, scrubbed {scrubs:?}; key copies down to {secrets_at}");
+        assert!(secrets_at > 0, "the probe must see the keys the calls leave");
+        // And `seal`/`open`, which scrub after those calls, leave none.
+        for len in [0, 64, 1008, 5000] {
+            let (data, mut out, mut tag) = (bytes(3, len), vec![0u8; len], [0u8; 32]);
+            let (stack, _) = probe::after(|| tag = seal(&key, &nonce, b"", Source::Separate(&data), &mut out, None).unwrap());
+            assert_eq!(probe::deepest_copy(&stack, &kdf), 0, "seal {len}: a key copy left");
+            let (stack, _) = probe::after(|| open(&key, &nonce, b"", &tag, Source::InPlace, &mut out, Output::Shared, None).unwrap());
+            assert_eq!(probe::deepest_copy(&stack, &kdf), 0, "open {len}: a key copy left");
+            assert!(out == data);
+        }
+    }
+
+    /// Piece sizes other CPUs derive (`cache::pieces_for`) for the tests
+    /// below (0: this CPU's). Other tests running meanwhile may see them: the
+    /// bytes do not depend on them.
+    pub(super) static PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    pub(super) static XOR_PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// The smallest and largest piece sizes `cache::pieces_for` derives
+    /// give the crate's bytes, for lengths and associated data around the
+    /// pieces, one and three leaves, and both decryption outputs.
+    #[test]
+    fn every_piece_size_gives_the_same_bytes() {
+        for (piece, xor_piece) in [(64 << 10, 16 << 10), (1 << 20, 256 << 10)] {
+            PIECE_OVERRIDE.store(piece, Ordering::Relaxed);
+            XOR_PIECE_OVERRIDE.store(xor_piece, Ordering::Relaxed);
+            for (i, &len) in [piece - 1, piece + 1, 2 * piece + 5, 3 * piece + 777].iter().enumerate() {
+                for aad_len in [0, 1017, piece - 5] {
+                    let key: [u8; 32] = bytes(i + 7, 32).try_into().unwrap();
+                    let nonce: [u8; 24] = bytes(i + 8, 24).try_into().unwrap();
+                    let (pt, aad) = (bytes(i + 9, len), bytes(i + 10, aad_len));
+                    let expected = ChaCha20Blake3::new(key).encrypt(&nonce, &pt, &aad);
+                    let keys = Secrets::derived(&key, &nonce);
+                    let tag: [u8; 32] = expected[len..].try_into().unwrap();
+                    for threads in [1, 3] {
+                        let what = format!("piece {piece}, length {len}, aad {aad_len}, {threads} threads");
+                        let mut out = vec![0u8; len];
+                        assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, threads), Ok(tag), "{what}");
+                        assert!(out == expected[..len], "{what}");
+                        for output in [Output::Private, Output::Shared] {
+                            let mut plain = vec![0xAA; len];
+                            open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, threads).unwrap();
+                            assert!(plain == pt, "{what} {output:?}");
+                        }
+                    }
+                }
+            }
+        }
+        PIECE_OVERRIDE.store(0, Ordering::Relaxed);
+        XOR_PIECE_OVERRIDE.store(0, Ordering::Relaxed);
+    }
+
     /// Pools are capped at the usable cores, so tests/abi.rs sees only this
     /// machine's split; here the one pass runs with many leaf counts (any
     /// thread count gives a valid BLAKE3 tree) and associated data lengths
     /// around the chunk and piece alignment, against the crate.
     #[test]
     fn every_split_matches_the_crate() {
-        let lengths = [512, 1500, PIECE - 1, PIECE + 1, 2 * PIECE + 5, (1 << 20) + 33, 3 * (1 << 20) + 777];
+        let piece = piece_len();
+        let lengths = [512, 1500, piece - 1, piece + 1, 2 * piece + 5, (1 << 20) + 33, 3 * (1 << 20) + 777];
         for (i, &len) in lengths.iter().enumerate() {
-            for aad_len in [0, 7, 1016, 1017, PIECE - 8, PIECE - 5, 2 * PIECE + 1000] {
+            for aad_len in [0, 7, 1016, 1017, piece - 8, piece - 5, 2 * piece + 1000] {
                 let key: [u8; 32] = bytes(i, 32).try_into().unwrap();
                 let nonce: [u8; 24] = bytes(i + 1, 24).try_into().unwrap();
                 let (pt, aad) = (bytes(i + 2, len), bytes(i + 3, aad_len));

@@ -131,6 +131,15 @@ pub enum Source<'a> {
     Separate(&'a [u8]),
 }
 
+/// `out = input XOR keystream` (`out ^= keystream` when `input` is None),
+/// as zips of flat slices, which the compiler turns into SIMD loops.
+pub fn xor_keystream(out: &mut [u8], input: Option<&[u8]>, keystream: &[u8]) {
+    match input {
+        Some(input) => out.iter_mut().zip(input).zip(keystream).for_each(|((o, i), k)| *o = i ^ k),
+        None => out.iter_mut().zip(keystream).for_each(|(o, k)| *o ^= k),
+    }
+}
+
 /// Resolves the data input and the output of an out-of-place call: either the
 /// output starts exactly at the input (in place) or the two are disjoint.
 /// Every other buffer in `others` must be disjoint from the output.

@@ -224,14 +224,11 @@ impl<R: Rounds> Keystream<R> {
 
 /// `out[at..at + ks.len()] = data ^ ks`, the data coming from `source`.
 fn xor(source: &Source<'_>, out: &mut [u8], at: usize, ks: &[u8]) {
-    let out = &mut out[at..at + ks.len()];
-    match source {
-        Source::InPlace => out.iter_mut().zip(ks).for_each(|(o, k)| *o ^= k),
-        Source::Separate(input) => {
-            let input = &input[at..at + ks.len()];
-            out.iter_mut().zip(input.iter().zip(ks)).for_each(|(o, (i, k))| *o = i ^ k)
-        }
-    }
+    let input = match source {
+        Source::InPlace => None,
+        Source::Separate(input) => Some(&input[at..at + ks.len()]),
+    };
+    crate::buffers::xor_keystream(&mut out[at..at + ks.len()], input, ks);
 }
 
 enum Engine {

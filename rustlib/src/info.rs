@@ -29,10 +29,33 @@ pub extern "C" fn cb3_simd_backend() -> *const c_char {
     ffi_boundary_or(c"portable".as_ptr(), || simd_backend().as_ptr())
 }
 
+/// This CPU's cache sizes and the piece sizes the AEAD derived from them at
+/// run time, as one line of text, e.g. "L1d 32 KiB, L2 512 KiB, L3 32 MiB
+/// (sysfs); piece 256 KiB, xor piece 64 KiB" (sizes from sysfs on Linux,
+/// else cpuid, else "default"; "?" for a size not found). For diagnostics
+/// only: every piece size computes the same bytes. Static and
+/// NUL-terminated: never NULL; do not free or modify it.
+#[no_mangle]
+pub extern "C" fn cb3_cache_tuning() -> *const c_char {
+    ffi_boundary_or(c"unknown".as_ptr(), || crate::cache::describe().as_ptr())
+}
+
+/// Whether the BLAKE3 and ChaCha cores run their AVX-512 code here.
+pub fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 pub fn simd_backend() -> &'static CStr {
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") {
+        if avx512() {
             return c"avx512";
         }
         if is_x86_feature_detected!("avx2") {

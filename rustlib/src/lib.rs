@@ -13,6 +13,7 @@
 pub mod aead;
 pub mod bench;
 mod buffers;
+mod cache;
 pub mod chacha20;
 pub mod chunked;
 mod direct;

@@ -12,20 +12,36 @@
 //! stack below its own frame when it is done, and pool threads zero theirs
 //! after work (`parallel::install`).
 
-/// Bytes below the caller's frame that `scrub_stack` zeroes: the deepest
+/// Bytes below the caller's frame that `scrub_stack` zeroes (also the AEAD's
+/// direct path on one-chunk messages): the deepest
 /// copy found on x86_64 was 2 KiB down; on aarch64 (larger frames) copies
 /// were found 4-8 KiB down.
 #[cfg(target_arch = "aarch64")]
-const SCRUB_BYTES: usize = 16 * 1024;
+pub(crate) const SCRUB_BYTES: usize = 16 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
-const SCRUB_BYTES: usize = 4 * 1024;
+pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
 
-/// For the AEAD's direct path on multi-chunk messages (`aead::mac_tree`'s
-/// chaining values and the ChaCha backend's frames below the staging).
+/// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
+/// chaining values and blake3's frames), and the AEAD's direct path on
+/// longer messages with AVX-512.
 #[cfg(target_arch = "aarch64")]
-const WIDE_SCRUB_BYTES: usize = 32 * 1024;
+pub(crate) const WIDE_SCRUB_BYTES: usize = 32 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
-const WIDE_SCRUB_BYTES: usize = 12 * 1024;
+pub(crate) const WIDE_SCRUB_BYTES: usize = 12 * 1024;
+
+/// For the AEAD's direct path (`aead::scrub_direct`) on messages of more
+/// than one chunk of MAC input, on CPUs without AVX-512: its calls write up
+/// to 7 KiB of stack on x86_64 (7128 bytes, the deepest a key copy; AVX2
+/// natively, SSE4.1 and SSE2 under `qemu-x86_64 -cpu`), measured by aead.rs's
+/// `the_scrub_reaches_every_frame_of_the_direct_path`, which fails if a
+/// backend or compiler goes deeper than this (a quarter more). One-chunk
+/// messages write up to 2.8 KiB and keep `SCRUB_BYTES` (3.5 KiB timed no
+/// faster than 4); the AVX-512 backends (not measured yet) keep
+/// `WIDE_SCRUB_BYTES`.
+#[cfg(target_arch = "aarch64")]
+pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = WIDE_SCRUB_BYTES;
+#[cfg(not(target_arch = "aarch64"))]
+pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = 9 * 1024;
 
 /// For pool threads and calls over large inputs, whose frames go deeper
 /// (BLAKE3's subtree recursion, rayon's joins).
@@ -39,14 +55,21 @@ fn zero_below<const N: usize>() {
 /// Zeroes the stack below the caller's frame: the dead frames of the calls
 /// it just made with a key. Not inlined, so its own frame lies below the
 /// caller's; `black_box` keeps the stores from being removed as dead.
-/// Cost: about 60 ns.
+/// Cost: about 60-90 ns.
 #[inline(never)]
 pub fn scrub_stack() {
     zero_below::<SCRUB_BYTES>();
 }
 
-/// `scrub_stack` for the direct path's multi-chunk messages (12 KiB, about
-/// 80 ns).
+/// `scrub_stack` for the AEAD's direct path on longer messages
+/// (`DIRECT_WIDE_SCRUB_BYTES`, about 150 ns).
+#[inline(never)]
+pub fn scrub_stack_direct_wide() {
+    zero_below::<DIRECT_WIDE_SCRUB_BYTES>();
+}
+
+/// `scrub_stack` for the direct hashes of multi-chunk inputs (12 KiB, about
+/// 200 ns).
 #[inline(never)]
 pub fn scrub_stack_wide() {
     zero_below::<WIDE_SCRUB_BYTES>();
@@ -72,4 +95,68 @@ pub fn wipe<T: Copy>(value: &mut T) {
     // bytes are valid for the integer arrays this is used on.
     unsafe { std::ptr::write_bytes(value as *mut T as *mut u8, 0, std::mem::size_of::<T>()) };
     std::hint::black_box(value);
+}
+
+/// Measuring how deep a call writes the stack (for the scrub depths' tests).
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(crate) mod probe {
+    /// Bytes of stack the probe paints and reads back.
+    const PROBE: usize = 64 * 1024;
+    const PAINT: u8 = 0xA5;
+
+    /// One byte of stack memory, read with an instruction of this CPU: the
+    /// dead frames of earlier calls are not Rust values, so no Rust load may
+    /// read them.
+    unsafe fn load(at: *const u8) -> u8 {
+        let value: u32;
+        // SAFETY: the caller's contract: `at` lies in this thread's mapped stack.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            std::arch::asm!("movzx {v:e}, byte ptr [{p}]", v = out(reg) value, p = in(reg) at, options(nostack, readonly, preserves_flags))
+        };
+        #[cfg(target_arch = "aarch64")]
+        unsafe {
+            std::arch::asm!("ldrb {v:w}, [{p}]", v = out(reg) value, p = in(reg) at, options(nostack, readonly, preserves_flags))
+        };
+        value as u8
+    }
+
+    /// The `PROBE` bytes below the caller's frame: painted (`paint`) or read
+    /// back (the same frame layout both times: one function).
+    #[inline(never)]
+    fn region(paint: bool) -> Vec<u8> {
+        let mut bytes = std::mem::MaybeUninit::<[u8; PROBE]>::uninit();
+        let base = std::hint::black_box(bytes.as_mut_ptr() as *mut u8);
+        if std::hint::black_box(paint) {
+            // SAFETY: `bytes` is PROBE writable bytes.
+            unsafe { std::ptr::write_bytes(base, PAINT, PROBE) };
+            std::hint::black_box(base);
+            return Vec::new();
+        }
+        // SAFETY: `bytes` lies in this thread's stack, PROBE bytes long.
+        (0..PROBE).map(|i| unsafe { load(base.add(i)) }).collect()
+    }
+
+    /// Runs `work` from the caller's frame and returns the stack below that
+    /// frame as `work` left it, deepest byte first, and how many bytes below
+    /// the frame it wrote (the deepest byte that is not the paint). The few
+    /// bytes that reading the region changes itself (the stack probes of its
+    /// big frame store a zero word per page) are left out.
+    #[inline(never)]
+    pub fn after(work: impl FnOnce()) -> (Vec<u8>, usize) {
+        region(true);
+        let unchanged = region(false);
+        region(true);
+        work();
+        let stack = region(false);
+        let deepest = stack.iter().zip(&unchanged).position(|(&b, &calm)| calm == PAINT && b != PAINT).unwrap_or(PROBE);
+        (stack, PROBE - deepest)
+    }
+
+    /// How many bytes below the frame of the last copy of any 8-byte window
+    /// of `secret` in `stack` (0: none).
+    pub fn deepest_copy(stack: &[u8], secret: &[u8]) -> usize {
+        let windows: Vec<&[u8]> = secret.windows(8).collect();
+        stack.windows(8).position(|w| windows.contains(&w)).map_or(0, |at| stack.len() - at)
+    }
 }

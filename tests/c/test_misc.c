@@ -81,6 +81,15 @@ static void test_simd_backend(void)
     printf("simd backend: %s\n", backend ? backend : "(null)");
 }
 
+static void test_cache_tuning(void)
+{
+    const char *tuning = cb3_cache_tuning();
+    CHECK(tuning != NULL);
+    CHECK(tuning != NULL && strstr(tuning, "L2 ") != NULL && strstr(tuning, "; piece ") != NULL);
+    CHECK(cb3_cache_tuning() == tuning); /* computed once */
+    printf("cache tuning: %s\n", tuning ? tuning : "(null)");
+}
+
 static void test_constants(void)
 {
     CHECK(CB3_KEY_SIZE == 32);
@@ -112,6 +121,7 @@ int main(void)
     test_result_codes();
     test_version();
     test_simd_backend();
+    test_cache_tuning();
     test_constants();
     return check_summary("test_misc");
 }
