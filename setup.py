@@ -15,9 +15,10 @@ build. On PyPy, PyPy's own bundled hpy.devel is used: its HPyContext layout is
 the one PyPy's hpy.universal implements.
 
 Environment:
-  CB3_HPY_ABI   cpython (default on CPython: zero-copy buffers via the C API)
-                or hybrid (default elsewhere, e.g. PyPy; also used for HPy's
-                debug mode on CPython).
+  CB3_HPY_ABI   cpython (default on CPython and on PyPy 8.0, which has no
+                built-in HPy runtime: the C API directly, zero-copy buffers)
+                or hybrid (default on PyPy 7.3.x, through its _hpy_universal;
+                also used for HPy's debug mode on CPython).
   CARGO         the cargo executable (default: cargo on PATH).
   CARGO_TARGET_DIR  cargo's target directory (default: one in the build
                 directory); scripts/test.sh shares rustlib/target this way.
@@ -53,29 +54,46 @@ def read_setting(path, pattern):
     return tuple(int(group) for group in match.groups())
 
 
-PYPY_VERSION = (3, 11)  # the Python version of the one PyPy tested (scripts/pypy.sh)
+PYPY_VERSION = (3, 11)  # the Python version of the PyPys tested (scripts/chroot-test.sh)
+# The PyPy releases a test covers: 7.3 from 7.3.19 (Debian trixie) and 8.0 (Debian sid).
+SUPPORTED_PYPY = {(7, 3): (7, 3, 19), (8, 0): (8, 0, 0)}  # release series -> oldest tested
 
 
-def check_python_version():
-    """Refuses to build on a Python outside pyproject.toml's requires-python
-    (pip already refuses; this covers --ignore-requires-python, direct
-    setup.py runs and frontends that do not check). HPy 0.9 crashes on
-    interpreters it was not adapted to (3.13 needed a patch:
-    third_party/hpy/PATCHES.md), so an untested Python gets this error, not
-    a binary that may segfault."""
+def supported_text():
     low_major, low_minor, high_major, high_minor = read_setting(
         "pyproject.toml", r'^requires-python = ">=(\d+)\.(\d+),<(\d+)\.(\d+)"$'
     )
+    pypys = " and ".join(
+        ".".join(map(str, oldest if oldest[2] else series)) + ("+" if oldest[2] else "")
+        for series, oldest in sorted(SUPPORTED_PYPY.items())
+    )
+    cpython = f"CPython {low_major}.{low_minor} to {high_major}.{high_minor - 1}"
+    return cpython, f"PyPy {'.'.join(map(str, PYPY_VERSION))} (PyPy {pypys})", (low_major, low_minor), (high_major, high_minor)
+
+
+def check_python_version():
+    """Refuses to build on an interpreter that no test covers: a CPython
+    outside pyproject.toml's requires-python (pip already refuses; this
+    covers --ignore-requires-python, direct setup.py runs and frontends that
+    do not check) or a PyPy outside SUPPORTED_PYPY. HPy 0.9 crashes on
+    interpreters it was not adapted to (3.13 needed a patch:
+    third_party/hpy/PATCHES.md), so an untested one gets this error, not a
+    binary that may segfault."""
+    cpython, pypy, low, high = supported_text()
     version = sys.version_info[:2]
-    if platform.python_implementation() == "CPython":
-        if (low_major, low_minor) <= version < (high_major, high_minor):
+    implementation = platform.python_implementation()
+    running = f"{implementation} {platform.python_version()}"
+    if implementation == "CPython":
+        if low <= version < high:
             return
-    elif platform.python_implementation() == "PyPy" and version == PYPY_VERSION:
-        return
-    pypy = ".".join(map(str, PYPY_VERSION))
+    elif implementation == "PyPy":
+        release = tuple(sys.pypy_version_info[:3])
+        oldest = SUPPORTED_PYPY.get(release[:2])
+        if version == PYPY_VERSION and oldest is not None and release >= oldest:
+            return
+        running = f"PyPy {'.'.join(map(str, release))} (Python {platform.python_version()})"
     sys.exit(
-        f"error: cb3 supports CPython {low_major}.{low_minor} to {high_major}.{high_minor - 1} and PyPy {pypy}; "
-        f"this is {platform.python_implementation()} {platform.python_version()}. "
+        f"error: cb3 supports {cpython} and {pypy}; this is {running}. "
         "cb3's HPy 0.9 layer has been adapted and tested only on those versions (on others it can crash at "
         "run time), so it is not built here. Use a supported Python, e.g. python3.13 -m venv .venv."
     )
@@ -90,17 +108,37 @@ check_python_version()
 # stub below (before the binary is loaded) and the module's exec slot
 # (cext/module.c) both compare these with the running interpreter and raise
 # ImportError on a mismatch (cb3/_guard.py).
-BUILD_CACHE_TAG = sys.implementation.cache_tag
+def load_guard():
+    """cb3/_guard.py, loaded by path (like cb3/capi.py below)."""
+    spec = importlib.util.spec_from_file_location("_cb3_guard", os.path.join(HERE, "cb3", "_guard.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BUILD_CACHE_TAG = load_guard().interpreter_tag()
+
+
+# The HPy ABI: cpython (the C API directly, with the vendored runtime) on
+# CPython and on a PyPy without a built-in HPy runtime (PyPy 8.0 has cpyext
+# only); hybrid on a PyPy that has one (7.3.x's _hpy_universal: faster than
+# cpyext, docs/pypy.md). CB3_HPY_ABI=hybrid also builds the HPy debug-mode
+# variant on CPython (with an hpy.universal installed).
+PYPY_HPY_RUNTIME = platform.python_implementation() == "PyPy" and "_hpy_universal" in sys.builtin_module_names
+HPY_ABI = os.environ.get("CB3_HPY_ABI", "hybrid" if PYPY_HPY_RUNTIME else "cpython")
 
 
 def load_hpy_devel():
-    """hpy.devel: the vendored copy on CPython, PyPy's own elsewhere.
+    """hpy.devel: PyPy's own for a hybrid build on PyPy (its HPyContext
+    layout is the one PyPy's _hpy_universal implements), else the vendored
+    copy (the cpython ABI has no HPyContext; CPython's hybrid debug builds
+    use hpy.universal 0.9.0, built from the same sources).
 
     The vendored copy is loaded under a private name, so that an hpy installed
     from PyPI (the hybrid debug-mode venv has one) can neither shadow it nor be
     shadowed by it; its setuptools entry point stays unused because setup()
     below gets no hpy_ext_modules keyword (see HPyDistribution)."""
-    if platform.python_implementation() != "CPython":
+    if platform.python_implementation() != "CPython" and HPY_ABI != "cpython":
         import hpy.devel
         import hpy.devel.version
 
@@ -150,8 +188,6 @@ hpy_devel.HPyDevel.get_ctx_sources = lambda self: sorted(
     os.path.relpath(path, HERE) for path in glob.glob(os.path.join(HERE, HPY_RUNTIME, "ctx_*.c"))
 )
 
-default_abi = "cpython" if platform.python_implementation() == "CPython" else "hybrid"
-HPY_ABI = os.environ.get("CB3_HPY_ABI", default_abi)
 if not any(arg.startswith("--hpy-abi") for arg in sys.argv):
     sys.argv.insert(1, f"--hpy-abi={HPY_ABI}")
 

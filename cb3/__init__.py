@@ -11,7 +11,15 @@ sys.modules["cb3.hash"].
 """
 
 from . import errors  # first: the extension loads its exception classes from it
-from . import _cb3, _signatures
+try:
+    from . import _cb3
+except ModuleNotFoundError as error:  # a binary for another interpreter only: say which
+    if error.name != "cb3._cb3":
+        raise
+    from . import _guard
+
+    raise ImportError(_guard.missing_binary(__path__[0]), name="cb3._cb3") from error
+from . import _signatures
 
 _signatures.install(_cb3)  # before the names below are bound: signatures on every interpreter
 from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend, version as _library_version

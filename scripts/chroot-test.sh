@@ -57,12 +57,13 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PROFILE=${1:?usage: chroot-test.sh pypy3.11|cpython3.14 [pytest args...]}
+PROFILE=${1:?usage: chroot-test.sh pypy3.11|pypy8.0|cpython3.14|cpython3.15 [pytest args...]}
 shift
 # What the tests need on top of the interpreter: the C API tests compile with
 # g++ and pkgconf, test_b3sum compares with b3sum.
 COMMON_PACKAGES=gcc,g++,libc6-dev,ca-certificates,b3sum,pkgconf
 APT_OPTIONS=()
+VENV=/opt/cb3-venv # the test venv, inside the chroot
 case "$PROFILE" in
 pypy3.11)
     CACHE=${CB3_PYPY_CACHE:-/var/cache/cb3-pypy}
@@ -94,13 +95,41 @@ cpython3.14)
     # Exactly the host's pins.
     mapfile -t TEST_DEPS < <(sed -e 's/[[:space:]]*#.*//' -e '/^[[:space:]]*$/d' "$REPO/tests/requirements.txt")
     ;;
+cpython3.15|pypy8.0)
+    # One Debian sid chroot for both: CPython 3.15 and PyPy 8.0 (Python 3.11,
+    # HPy 0.9.1.dev61, cpyext only: no _hpy_universal); one venv per profile.
+    CACHE=${CB3_SID_CACHE:-/var/cache/cb3-sid}
+    SUITE=${CB3_SID_SUITE:-sid}
+    RECIPE_NAME=sid
+    PACKAGES=python3.15,python3.15-dev,python3.15-venv,pypy3,pypy3-dev,pypy3-venv,$COMMON_PACKAGES
+    WHERE="Debian $SUITE chroot"
+    APT_OPTIONS=(--aptopt='Acquire::Check-Valid-Until "false"')
+    if [ "$PROFILE" = cpython3.15 ]; then
+        PYTHON=python3.15
+        mapfile -t TEST_DEPS < <(sed -e 's/[[:space:]]*#.*//' -e '/^[[:space:]]*$/d' "$REPO/tests/requirements.txt")
+    else
+        PYTHON=pypy3
+        TEST_DEPS=(pytest==9.2.0 hypothesis==6.155.7 cryptography==46.0.7 blake3==1.0.11 numpy==2.4.6 psutil==7.2.2
+            pycryptodome==4.4.0)
+    fi
+    VENV=/opt/cb3-venv-$PROFILE
+    ;;
 *)
-    echo "chroot-test.sh: unknown profile $PROFILE (pypy3.11 or cpython3.14)" >&2
+    echo "chroot-test.sh: unknown profile $PROFILE (pypy3.11, pypy8.0, cpython3.14 or cpython3.15)" >&2
     exit 2
     ;;
 esac
 ROOT=$CACHE/chroot
-VENV=/opt/cb3-venv # inside the chroot
+# CB3_CHROOT_HPY_DEBUG=1: the hybrid ABI under HPy's debug mode, in a venv of
+# its own holding an hpy.universal built in the chroot from the hpy 0.9.0
+# sdist (CB3_HPY_SDIST) with the vendored, patched ctx_type.c, as
+# scripts/test.sh's hpy_universal_wheel does for the host's CPythons.
+HPY_DEBUG=${CB3_CHROOT_HPY_DEBUG:-}
+if [ -n "$HPY_DEBUG" ]; then
+    case "$PROFILE" in cpython*) ;; *) echo "CB3_CHROOT_HPY_DEBUG: CPython profiles only" >&2; exit 2 ;; esac
+    VENV=$VENV-hpy-debug
+    CB3_HPY_ABI=hybrid
+fi
 # (The pypy3.11 recipe reads as scripts/pypy.sh's did, so existing caches stay valid.)
 RECIPE="cb3-$RECIPE_NAME-chroot v1 suite=$SUITE packages=$PACKAGES${APT_OPTIONS:+ options=${APT_OPTIONS[*]}}"
 MARKER=$ROOT/.cb3-chroot-complete
@@ -201,6 +230,28 @@ if [ ! -f "$ROOT$VENV/.cb3-deps" ] || [ "$(cat "$ROOT$VENV/.cb3-deps")" != "${TE
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305'
     echo "${TEST_DEPS[*]}" >"$ROOT$VENV/.cb3-deps"
 fi
+if [ -n "$HPY_DEBUG" ]; then
+    sdist=${CB3_HPY_SDIST:?CB3_CHROOT_HPY_DEBUG needs CB3_HPY_SDIST, the hpy 0.9.0 sdist}
+    patched=$REPO/third_party/hpy/devel/src/runtime/ctx_type.c
+    wheels=/opt/hpy-0.9.0-cb3-$(sha256sum "$patched" | cut -c1-12)
+    if ! compgen -G "$ROOT$wheels/hpy-0.9.0-*.whl" >/dev/null; then
+        log "building hpy.universal from $(basename "$sdist") with the vendored ctx_type.c"
+        rm -rf "$ROOT/tmp/hpy-build" && mkdir -p "$ROOT/tmp/hpy-build"
+        tar -C "$ROOT/tmp/hpy-build" -xzf "$sdist"
+        cp "$patched" "$ROOT/tmp/hpy-build/hpy-0.9.0/hpy/devel/src/runtime/ctx_type.c"
+        # hpy's setup.py adds -Werror (GCC >= 15: discarded-qualifiers in
+        # hpymodule.c) and asks git for a revision (none here: a fixed one).
+        sed -i "s/except subprocess.CalledProcessError:/except Exception:/" "$ROOT/tmp/hpy-build/hpy-0.9.0/setup.py"
+        in_chroot CFLAGS=-Wno-error=discarded-qualifiers "$VENV/bin/python" -m pip wheel -q --no-deps \
+            -w "$wheels" /tmp/hpy-build/hpy-0.9.0
+        rm -rf "$ROOT/tmp/hpy-build"
+    fi
+    wheel=$(cd "$ROOT$wheels" && ls hpy-0.9.0-*.whl | head -n 1)
+    if [ "$(cat "$ROOT$VENV/.cb3-hpy" 2>/dev/null)" != "$wheels/$wheel" ]; then
+        in_chroot "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels/$wheel"
+        echo "$wheels/$wheel" >"$ROOT$VENV/.cb3-hpy"
+    fi
+fi
 
 # ---- 3. rustlib -------------------------------------------------------------
 if [ -n "${CB3_CHROOT_PREPARE_ONLY:-}" ]; then
@@ -252,7 +303,7 @@ if [ -n "${CB3_CHROOT_TESTS:-}" ]; then
     for t in $CB3_CHROOT_TESTS; do TEST_PATHS+=("/build/src/$t"); done
 fi
 # shellcheck disable=SC2016  # $0/$@ are the inner shell's
-in_chroot --tests sh -c 'cd /build && exec "$0" -p no:cacheprovider --rootdir=/build/src -c /build/src/pyproject.toml \
+in_chroot --tests ${HPY_DEBUG:+HPY=debug} sh -c 'cd /build && exec "$0" -p no:cacheprovider --rootdir=/build/src -c /build/src/pyproject.toml \
     --junitxml=/build/junit.xml "$@"' "$VENV/bin/pytest" "$@" "${TEST_PATHS[@]}" || status=$?
 test_seconds=$((SECONDS - test_start))
 if [ -n "${CB3_MATRIX_DIR:-}" ] && [ -f "$ROOT/build/junit.xml" ]; then

@@ -3,7 +3,7 @@
 #   0. as root: starts making the Debian chroots and fetching the wheel tools
 #      in the background (used by steps 9 and 10)
 #   1. rustlib: cargo test, and the header drift check (pinned cbindgen)
-#   2. the primary CPython (PYTHON: any of 3.11-3.14, default python3.11),
+#   2. the primary CPython (PYTHON: any of 3.11-3.15, default python3.11),
 #      cpython ABI: pip install . into a fresh venv (cargo reuses
 #      rustlib/target), pytest, mypy --strict, asv smoke run, bench
 #   3. the primary CPython, hybrid ABI under HPy's debug mode (handle leaks,
@@ -16,8 +16,10 @@
 #   7. the other CPythons of 3.11-3.13 (pyenv), cpython ABI: build, pytest; an
 #      unsupported CPython (3.10, when pyenv has it) must get setup.py's error
 #   8. CPython 3.13, hybrid ABI under HPy's debug mode (unless it is the primary)
-#   9. CPython 3.14 (Debian forky chroot) and PyPy 3.11 (Debian trixie chroot):
-#      scripts/chroot-test.sh; root only, skipped with a message otherwise
+#   9. CPython 3.14 (Debian forky chroot), PyPy 7.3.19 (Debian trixie chroot),
+#      CPython 3.15 and PyPy 8.0 (one Debian sid chroot; 3.15 also under HPy's
+#      debug mode): scripts/chroot-test.sh; root only, skipped with a message
+#      otherwise
 #  10. wheels: scripts/wheels.sh builds the sdist and manylinux_2_17 wheels
 #      (x86_64, aarch64; CPython 3.11-3.14; PyPy 3.11 x86_64) and tests each in a fresh
 #      environment without Rust (x86_64: the full suite less
@@ -34,7 +36,8 @@
 # interpreter table in .test/matrix (python3 scripts/matrix.py readme copies
 # the table into README.md).
 # Usage: bash scripts/test.sh     (CB3_SKIP_PYPY=1, CB3_SKIP_PY314=1,
-#        CB3_SKIP_PYENV=1, CB3_SKIP_WHEELS=1 skip steps 9, 7-8 and 10;
+#        CB3_SKIP_PY315=1, CB3_SKIP_PYENV=1, CB3_SKIP_WHEELS=1 skip steps 9,
+#        7-8 and 10;
 #        CB3_SKIP_PYPY also leaves out PyPy's wheel and step 11;
 #        PYTHON=python3.12 bash scripts/test.sh: another primary interpreter)
 # Disk: about 8 GB outside the tracked files (README, "Running the tests").
@@ -93,7 +96,8 @@ command -v b3sum >/dev/null || APT_NEEDED+=(b3sum)   # tests/test_b3sum.py compa
 command -v valgrind >/dev/null || APT_NEEDED+=(valgrind)   # scripts/sanitize.sh
 # The root-only steps' host tools, now: apt must not run while the background
 # preparation below does.
-if wants_root_step CB3_SKIP_PY314 || wants_root_step CB3_SKIP_PYPY || wants_root_step CB3_SKIP_WHEELS; then
+if wants_root_step CB3_SKIP_PY314 || wants_root_step CB3_SKIP_PY315 || wants_root_step CB3_SKIP_PYPY ||
+    wants_root_step CB3_SKIP_WHEELS; then
     command -v mmdebstrap >/dev/null || APT_NEEDED+=(mmdebstrap)
 fi
 if wants_root_step CB3_SKIP_WHEELS; then
@@ -106,7 +110,7 @@ if ((${#APT_NEEDED[@]})); then
 fi
 # The primary interpreter: any supported CPython (3.11-3.13 on the host; 3.14
 # runs in a chroot, step 9). setup.py refuses the others with a clear error.
-"$PYTHON" -c 'import sys; assert sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 14), f"PYTHON must be CPython 3.11 to 3.14, not {sys.version}"'
+"$PYTHON" -c 'import sys; assert sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 15), f"PYTHON must be CPython 3.11 to 3.15, not {sys.version}"'
 PRIMARY_MINOR=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 # Before the background lanes: one cargo install into $TOOLS at a time.
 if [[ "$("$TOOLS/bin/cbindgen" --version 2>/dev/null)" != "cbindgen $CBINDGEN_VERSION" ]]; then
@@ -142,6 +146,26 @@ fi
 # every interpreter gets one built from that sdist (hash-pinned), once per
 # patch and interpreter, cached in $TOOLS/hpy-0.9.0-cb3-<ctx_type.c hash>/.
 HPY_SDIST="hpy==0.9.0 --hash=sha256:4545310f3a7f9ac249c0f19a80a9b05f46565afb62b7e9225b79493b7b6c70cc"
+# hpy_sdist: prints the path of hpy 0.9.0's sdist (HPY_SDIST's hash), downloaded
+# once into $TOOLS: the upstream that third_party/hpy/ is checked against
+# (scripts/hpy_vendor.py) and that the chroots build hpy.universal from.
+hpy_sdist() {
+    local sdist="$TOOLS/hpy-0.9.0-sdist/hpy-0.9.0.tar.gz" lock
+    if [[ ! -f "$sdist" ]]; then
+        mkdir -p "$TOOLS/hpy-0.9.0-sdist"
+        exec {lock}>"$TOOLS/.hpy-sdist.lock"
+        flock "$lock"
+        if [[ ! -f "$sdist" ]]; then
+            echo "$HPY_SDIST" >"$TOOLS/hpy-0.9.0-sdist/req.txt"
+            "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+                --require-hashes -r "$TOOLS/hpy-0.9.0-sdist/req.txt" -d "$TOOLS/hpy-0.9.0-sdist.partial" >&2
+            mv "$TOOLS/hpy-0.9.0-sdist.partial/hpy-0.9.0.tar.gz" "$sdist"
+            rm -rf "$TOOLS/hpy-0.9.0-sdist.partial"
+        fi
+        exec {lock}>&-
+    fi
+    echo "$sdist"
+}
 hpy_universal_wheel() {
     local py=$1 tag dir wheel build lock=""
     tag=$("$py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
@@ -157,11 +181,8 @@ hpy_universal_wheel() {
     if [[ -z "$wheel" ]]; then
         build="$WORK/hpy-build-$tag"
         rm -rf "$build" && mkdir -p "$build"
-        echo "$HPY_SDIST" >"$build/req.txt"
         "$py" -m venv "$build/venv"
-        "$build/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
-            --require-hashes -r "$build/req.txt" -d "$build" >&2
-        tar -C "$build" -xzf "$build/hpy-0.9.0.tar.gz"
+        tar -C "$build" -xzf "$(hpy_sdist)"
         cp third_party/hpy/devel/src/runtime/ctx_type.c "$build/hpy-0.9.0/hpy/devel/src/runtime/ctx_type.c"
         # hpy's setup.py adds -Werror; GCC >= 15 with glibc >= 2.43 (C23
         # strchr/strstr return const) then stops on hpymodule.c.
@@ -205,6 +226,11 @@ lane_root() {
     fi
     if wants_root_step CB3_SKIP_PYPY; then
         CB3_CHROOT_PREPARE_ONLY=1 bash scripts/chroot-test.sh pypy3.11 || status=1
+        CB3_CHROOT_PREPARE_ONLY=1 bash scripts/chroot-test.sh pypy8.0 || status=1
+    fi
+    if wants_root_step CB3_SKIP_PY315; then
+        CB3_CHROOT_PREPARE_ONLY=1 CB3_HPY_SDIST="$(hpy_sdist)" CB3_CHROOT_HPY_DEBUG=1 \
+            bash scripts/chroot-test.sh cpython3.15 || status=1
     fi
     # The wheels themselves (from a copy of the checkout): the wheel step then
     # only tests them. Marked as built only when every wheel was.
@@ -251,9 +277,13 @@ wait_lane() {  # wait_lane NAME: the lane's end, and its log; returns the lane's
 trap 'for pid in "${LANE_PID[@]}"; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
 rm -f "$WORK"/lane-*.status "$WORK/.primary-tested"
 start_lane tools
-if wants_root_step CB3_SKIP_PY314 || wants_root_step CB3_SKIP_PYPY || wants_root_step CB3_SKIP_WHEELS; then
+if wants_root_step CB3_SKIP_PY314 || wants_root_step CB3_SKIP_PY315 || wants_root_step CB3_SKIP_PYPY ||
+    wants_root_step CB3_SKIP_WHEELS; then
     start_lane root
 fi
+
+step "third_party/hpy: upstream hpy 0.9.0 plus exactly the listed patches (scripts/hpy_vendor.py)"
+"$PYTHON" scripts/hpy_vendor.py check "$(hpy_sdist)"
 
 step "rustlib: cargo test"
 (cd rustlib && cargo test --release --locked)
@@ -311,7 +341,7 @@ CARGO_TARGET_DIR="$ROOT/rustlib/target" "$WORK/venv/bin/pip" install --quiet --n
 
 step "CPython $PRIMARY_MINOR, cpython ABI: pytest"
 status=0
-run_pytest "$WORK/venv" "$(where_of "$PYTHON")" "pip install ." "" -- || status=$?
+CB3_HPY_SDIST="$(hpy_sdist)" run_pytest "$WORK/venv" "$(where_of "$PYTHON")" "pip install ." "" -- || status=$?
 touch "$WORK/.primary-tested"   # lane root goes on (the wheels)
 ((status == 0)) || exit "$status"
 
@@ -397,7 +427,7 @@ if [[ -z "${CB3_SKIP_PYENV:-}" ]]; then
         status=0
         out=$("$py" setup.py --version 2>&1) || status=$?
         echo "$out" | tail -n 1
-        [[ $status -ne 0 && "$out" == *"error: cb3 supports CPython 3.11 to 3.14 and PyPy 3.11; this is CPython 3.10"* ]] || {
+        [[ $status -ne 0 && "$out" == *"error: cb3 supports CPython 3.11 to 3.15 and PyPy 3.11 (PyPy 7.3.19+ and 8.0); this is CPython 3.10"* ]] || {
             echo "expected setup.py to refuse $py with a clear error (exit status $status)" >&2
             exit 1
         }
@@ -435,6 +465,13 @@ run_chroot() {
 }
 run_chroot cpython3.14 "CPython 3.14 (Debian forky chroot)" CB3_SKIP_PY314
 run_chroot pypy3.11 "PyPy 3.11 (Debian trixie chroot)" CB3_SKIP_PYPY
+run_chroot cpython3.15 "CPython 3.15 (Debian sid chroot)" CB3_SKIP_PY315
+run_chroot pypy8.0 "PyPy 8.0 (Debian sid chroot, cpython HPy ABI through cpyext)" CB3_SKIP_PYPY
+step "CPython 3.15, hybrid ABI under HPy debug mode (Debian sid chroot; scripts/chroot-test.sh cpython3.15)"
+if root_step_runs CB3_SKIP_PY315 "mmdebstrap, chroot, unshare" "scripts/chroot-test.sh cpython3.15"; then
+    CB3_CHROOT_HPY_DEBUG=1 CB3_HPY_SDIST="$(hpy_sdist)" CB3_STATICLIB="$STATICLIB" CB3_MATRIX_DIR="$MATRIX" \
+        CB3_MATRIX_MODE="$DEBUG_MODE" bash scripts/chroot-test.sh cpython3.15 -m "not slow and not threads"
+fi
 
 step "wheels: build manylinux_2_17 wheels (x86_64, aarch64; PyPy x86_64) and the sdist, test them without Rust (scripts/wheels.sh)"
 if root_step_runs CB3_SKIP_WHEELS "Debian chroots, qemu-user binfmt_misc" scripts/wheels.sh; then

@@ -26,7 +26,9 @@ def test_matching_build_passes():
         (("cpython-311", "0.9.0"), ("pypy311", "0.9.1.dev61+g79fb330d"), "built for the interpreter 'cpython-311'"),
         (("pypy311", "0.9.1.dev61+g79fb330d"), ("cpython-311", "0.9.0"), "imported by 'cpython-311'"),
         (("pypy311", "0.9.1.dev61+g79fb330d"), ("pypy311", "0.9.2"), "built against HPy 0.9.1.dev61+g79fb330d"),
-        (("cpython-311", "0.9.0"), ("cpython-311", None), "this interpreter's HPy is None"),
+        # a PyPy 7.3 hybrid build under PyPy 8.0 (no built-in HPy runtime)
+        (("pypy311-pp73", "0.9.1.dev61+g79fb330d"), ("pypy311-pp80", None), "and this interpreter has none"),
+        (("cpython-311", "0.9.0"), ("cpython-311", None), "PyPy 8.0 has cpyext only"),
         (("cpython-311", None), ("cpython-312", None), "built for the interpreter 'cpython-311'"),
     ],
 )
@@ -38,19 +40,40 @@ def test_mismatch_is_reported(built, running, expected):
     assert "Reinstall cb3 with this interpreter" in message
 
 
+def test_interpreter_tag_tells_pypy_series_apart(monkeypatch):
+    monkeypatch.setattr(sys.implementation, "cache_tag", "pypy311")
+    monkeypatch.setattr(sys, "pypy_version_info", (8, 0, 1, "final", 0), raising=False)
+    assert _guard.interpreter_tag() == "pypy311-pp80"
+    monkeypatch.setattr(sys, "pypy_version_info", (7, 3, 19, "final", 0))
+    assert _guard.interpreter_tag() == "pypy311-pp73"
+    monkeypatch.delattr(sys, "pypy_version_info")
+    monkeypatch.setattr(sys.implementation, "cache_tag", "cpython-315")
+    assert _guard.interpreter_tag() == "cpython-315"
+
+
+def test_missing_binary_names_what_is_there(tmp_path):
+    (tmp_path / "_cb3.pypy311-pp80-x86_64-linux-gnu.so").write_bytes(b"")
+    (tmp_path / "__init__.py").write_bytes(b"")
+    message = _guard.missing_binary(str(tmp_path))
+    assert "this cb3 has _cb3.pypy311-pp80-x86_64-linux-gnu.so, built for another interpreter" in message
+    assert f"({_guard.interpreter_tag()}, file _cb3" in message
+    (tmp_path / "_cb3.pypy311-pp80-x86_64-linux-gnu.so").unlink()
+    assert "this cb3 has none" in _guard.missing_binary(str(tmp_path))
+
+
 def test_check_build_raises_import_error(monkeypatch):
-    _guard.check_build("cb3._cb3", sys.implementation.cache_tag, None)
+    _guard.check_build("cb3._cb3", _guard.interpreter_tag(), None)
     with pytest.raises(ImportError, match="built for the interpreter 'elsewhere-99'") as info:
         _guard.check_build("cb3._cb3", "elsewhere-99", None)
     assert info.value.name == "cb3._cb3"
     monkeypatch.setattr(_guard, "running_hpy_version", lambda: "0.0.0-other")
     with pytest.raises(ImportError, match="this interpreter's HPy is 0.0.0-other"):
-        _guard.check_build("cb3._cb3", sys.implementation.cache_tag, "0.9.0")
+        _guard.check_build("cb3._cb3", _guard.interpreter_tag(), "0.9.0")
 
 
 def test_the_loaded_binary_matches_this_interpreter():
     ext = cb3._cb3
-    assert ext.BUILD_INTERPRETER == sys.implementation.cache_tag
+    assert ext.BUILD_INTERPRETER == _guard.interpreter_tag()
     if ext.HPY_ABI != "cpython":
         assert ext.BUILD_HPY_VERSION == _guard.running_hpy_version()
 
@@ -86,7 +109,7 @@ def test_import_refused_under_another_interpreter_tag():
     )
     assert result.returncode == 0, result.stderr
     assert "REFUSED: cb3._cb3 was built for the interpreter" in result.stdout
-    assert "imported by 'elsewhere-99'" in result.stdout
+    assert "imported by 'elsewhere-99" in result.stdout
 
 
 def test_c_exec_slot_checks_too():

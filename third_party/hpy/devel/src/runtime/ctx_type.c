@@ -1216,7 +1216,9 @@ _PyType_FromMetaclass(PyType_Spec *spec, PyObject *bases,
         tp->tp_cache = NULL;
         tp->tp_subclasses = NULL;
         tp->tp_weaklist = NULL;
+#if !defined(PYPY_VERSION) /* cb3 patch: cpyext's heap types have no ht_cached_keys */
         ht->ht_cached_keys = NULL;
+#endif
         tp->tp_version_tag = 0;
 
         /* Refresh 'tp_doc'. This is necessary because
@@ -1238,11 +1240,13 @@ _PyType_FromMetaclass(PyType_Spec *spec, PyObject *bases,
         if (PyType_Ready(tp) < 0)
             goto fail;
 
+#if !defined(PYPY_VERSION) /* cb3 patch: as above */
         /* Restore 'ht_cached_keys' after call to 'PyType_Ready' */
         if (temp_ht->ht_cached_keys) {
             Py_INCREF(temp_ht->ht_cached_keys);
             ht->ht_cached_keys = temp_ht->ht_cached_keys;
         }
+#endif
 
         /* The following is the tail of 'PyType_FromSpecWithBases'. */
 
@@ -1381,7 +1385,12 @@ ctx_Type_FromSpec(HPyContext *ctx, HPyType_Spec *hpyspec,
         return HPy_NULL;
     }
 
-#if PY_VERSION_HEX >= 0x030B0000
+#if PY_VERSION_HEX >= 0x030B0000 && defined(PYPY_VERSION)
+    /* cb3 patch (third_party/hpy/PATCHES.md): cpyext's heap types have no
+       _ht_tpname. tp_name points at the extra block as below, which lives as
+       long as the process (HPy types are created once per module). */
+    ((PyTypeObject *)result)->tp_name = (const char *)extra->name;
+#elif PY_VERSION_HEX >= 0x030B0000
     /* Since Python 3.11, the name will be copied into a fresh buffer such that
        the type objects owns this buffer. Hence we need to patch the pointer
        again. The nice thing is that Python will then free out HPyType_Extra
