@@ -48,7 +48,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/wheels-lib.sh
 . "$REPO/scripts/wheels-lib.sh"
 
-PYTHONS=${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14 pypy3.11}
+PYTHONS=${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14 3.15 pypy3.11 pypy8.0}
 ARCHES=${CB3_WHEEL_ARCHES:-x86_64 aarch64}
 ROWS=$OUT/build-rows.jsonl
 START=$SECONDS
@@ -165,19 +165,23 @@ for version in $PYTHONS; do
     for arch in $ARCHES; do
         set_cross_env "$version" "$arch"
         case $version in
-        3.14|pypy3.11)
+        3.14|3.15|pypy3.11|pypy8.0)
             if [ "$(id -u)" != 0 ]; then
                 log "skipped: $(label_of "$version") wheels need root (a Debian chroot); run as root: sudo bash scripts/build-wheels.sh"
                 continue
             fi ;;
         esac
-        if [ "$version" = pypy3.11 ] && [ "$arch" != x86_64 ]; then
-            log "skipped: PyPy 3.11 $arch (x86_64 only: docs/wheels.md, \"Not covered\")"
-        elif [ "$version" = pypy3.11 ]; then
-            build_wheel "$version" "$arch" pypy_build "$arch" "${STATICLIB[$arch]}" || status=1
+        if [[ $version == pypy* ]] && [ "$arch" != x86_64 ]; then
+            log "skipped: $(label_of "$version") $arch (x86_64 only: docs/wheels.md, \"Not covered\")"
+        elif [[ $version == pypy* ]]; then
+            build_wheel "$version" "$arch" pypy_build "$version" "$arch" "${STATICLIB[$arch]}" || status=1
         elif [ "$version" = 3.14 ]; then
             ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
-            build_wheel "$version" "$arch" chroot_build "$PY314_SUITE" amd64 "$version" "$arch" "${STATICLIB[$arch]}" || status=1
+            build_wheel "$version" "$arch" chroot_build "$CACHE/chroot-$PY314_SUITE-amd64-apt" "$version" "$arch" \
+                "${STATICLIB[$arch]}" || status=1
+        elif [ "$version" = 3.15 ]; then
+            ensure_sid_chroot
+            build_wheel "$version" "$arch" chroot_build "$SID_ROOT" "$version" "$arch" "${STATICLIB[$arch]}" || status=1
         elif find_python "$version" >/dev/null; then
             build_wheel "$version" "$arch" host_build "$version" "$arch" || status=1
         else

@@ -63,6 +63,8 @@ shift
 # g++ and pkgconf, test_b3sum compares with b3sum.
 COMMON_PACKAGES=gcc,g++,libc6-dev,ca-certificates,b3sum,pkgconf
 APT_OPTIONS=()
+# --only-binary cryptography: no long source build of it (there is a wheel).
+ONLY_BINARY=(--only-binary cryptography)
 VENV=/opt/cb3-venv # the test venv, inside the chroot
 case "$PROFILE" in
 pypy3.11)
@@ -101,7 +103,11 @@ cpython3.15|pypy8.0)
     CACHE=${CB3_SID_CACHE:-/var/cache/cb3-sid}
     SUITE=${CB3_SID_SUITE:-sid}
     RECIPE_NAME=sid
+    # aarch64 binutils: scripts/build-wheels.sh builds both interpreters'
+    # wheels here too. libssl-dev: PyPI has no PyPy 8.0 (pp80) wheels yet, so
+    # pip builds cryptography (and numpy, psutil, blake3) from source for it.
     PACKAGES=python3.15,python3.15-dev,python3.15-venv,pypy3,pypy3-dev,pypy3-venv,$COMMON_PACKAGES
+    PACKAGES+=,binutils-aarch64-linux-gnu,libssl-dev
     WHERE="Debian $SUITE chroot"
     APT_OPTIONS=(--aptopt='Acquire::Check-Valid-Until "false"')
     if [ "$PROFILE" = cpython3.15 ]; then
@@ -109,6 +115,7 @@ cpython3.15|pypy8.0)
         mapfile -t TEST_DEPS < <(sed -e 's/[[:space:]]*#.*//' -e '/^[[:space:]]*$/d' "$REPO/tests/requirements.txt")
     else
         PYTHON=pypy3
+        ONLY_BINARY=()  # no pp80 wheels on PyPI: cryptography builds with the host's Rust
         TEST_DEPS=(pytest==9.2.0 hypothesis==6.155.7 cryptography==46.0.7 blake3==1.0.11 numpy==2.4.6 psutil==7.2.2
             pycryptodome==4.4.0)
     fi
@@ -222,9 +229,9 @@ if [ ! -f "$ROOT$VENV/.cb3-deps" ] || [ "$(cat "$ROOT$VENV/.cb3-deps")" != "${TE
     log "creating the venv $VENV and installing: ${TEST_DEPS[*]}"
     rm -rf "${ROOT:?}$VENV"
     in_chroot "$PYTHON" -m venv "$VENV"
-    # --only-binary cryptography: no long source build of it. Packages without
-    # a wheel for this interpreter (blake3 on PyPy) build with the host's cargo.
-    in_chroot --rust "$VENV/bin/python" -m pip install -q --only-binary cryptography "${TEST_DEPS[@]}"
+    # Packages without a wheel for this interpreter (blake3 on PyPy) build with
+    # the host's cargo.
+    in_chroot --rust "$VENV/bin/python" -m pip install -q "${ONLY_BINARY[@]}" "${TEST_DEPS[@]}"
     # A wheel that installs but does not load would only show up as skipped tests.
     in_chroot "$VENV/bin/python" -c 'import pytest, hypothesis.strategies, blake3, numpy, psutil, Crypto
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305'

@@ -29,10 +29,21 @@ PY314_PACKAGES=python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc,g++
 # wheel steps use their own paths in it (/opt/cb3-build-venv, /opt/cb3-wheel*).
 PYPY_CACHE=${CB3_PYPY_CACHE:-/var/cache/cb3-pypy}
 PYPY_ROOT=$PYPY_CACHE/chroot
+# CPython 3.15 and PyPy 8.0: the Debian sid chroot of scripts/chroot-test.sh's
+# cpython3.15 and pypy8.0 profiles (one chroot for both, with aarch64 binutils).
+SID_ROOT=${CB3_SID_CACHE:-/var/cache/cb3-sid}/chroot
 # The wheel tag's interpreter and ABI parts of each interpreter key
-# (3.11 .. 3.14, pypy3.11), and its name in logs and tables.
-tag_of() { case $1 in pypy3.11) echo pp311-pypy311_pp73 ;; *) echo "cp${1/./}-cp${1/./}" ;; esac; }
-label_of() { case $1 in pypy*) echo "PyPy ${1#pypy}" ;; *) echo "CPython $1" ;; esac; }
+# (3.11 .. 3.15; pypy3.11 is PyPy 7.3.19, pypy8.0 PyPy 8.0, both Python 3.11),
+# and its name in logs and tables.
+tag_of() {
+    case $1 in pypy3.11) echo pp311-pypy311_pp73 ;; pypy8.0) echo pp311-pypy311_pp80 ;; *) echo "cp${1/./}-cp${1/./}" ;; esac
+}
+label_of() { case $1 in pypy3.11) echo "PyPy 3.11 (7.3)" ;; pypy8.0) echo "PyPy 8.0" ;; *) echo "CPython $1" ;; esac; }
+# pypy_root KEY / pypy_profile KEY: the chroot and chroot-test.sh profile of a PyPy key.
+pypy_root() { case $1 in pypy8.0) echo "$SID_ROOT" ;; *) echo "$PYPY_ROOT" ;; esac; }
+pypy_profile() { case $1 in pypy8.0) echo pypy8.0 ;; *) echo pypy3.11 ;; esac; }
+# pypy_venv KEY: chroot-test.sh's test venv of that profile (inside the chroot).
+pypy_venv() { case $1 in pypy8.0) echo /opt/cb3-venv-pypy8.0 ;; *) echo /opt/cb3-venv ;; esac; }
 
 case "$CACHE" in "$REPO"/*) echo "CB3_WHEELS_CACHE must be outside the repository" >&2; exit 1 ;; esac
 
@@ -276,12 +287,11 @@ ensure_chroot_build_venv() {
     fi
 }
 
-# chroot_build SUITE ARCH VERSION TARGET_ARCH STATICLIB: builds the wheel with
-# the chroot's python$VERSION (host's unpacked sdist, zig and the archive
+# chroot_build ROOT VERSION TARGET_ARCH STATICLIB: builds the wheel with the
+# chroot ROOT's python$VERSION (host's unpacked sdist, zig and the archive
 # bind-mounted), into $OUT/raw/VERSION-TARGET_ARCH.
 chroot_build() {
-    local suite=$1 arch=$2 version=$3 target=$4 staticlib=$5 root venv=/opt/cb3-build-venv
-    root=$CACHE/chroot-$suite-$arch-apt
+    local root=$1 version=$2 target=$3 staticlib=$4 venv=/opt/cb3-build-venv
     ensure_chroot_build_venv "$root" "python$version"
     # Debian's pyconfig.h includes <$multiarch/python3.X/pyconfig.h> from the
     # multiarch include directory, which zig (its own libc headers) does not
@@ -299,25 +309,37 @@ chroot_build() {
         "$venv/bin/python" -m pip wheel --no-deps --no-build-isolation -w /build/out /build/src
 }
 
-# ensure_pypy_chroot: scripts/chroot-test.sh's PyPy chroot and its test venv
-# (whose pins the wheel's test venv reuses), made if missing. Not rechecked
-# when present: chroot-test.sh holds its cache's lock for a whole test run.
+# ensure_pypy_chroot [KEY]: scripts/chroot-test.sh's chroot of that PyPy
+# (default pypy3.11) and its test venv (whose pins the wheel's test venv
+# reuses), made if missing. Not rechecked when present: chroot-test.sh holds
+# its cache's lock for a whole test run.
 ensure_pypy_chroot() {
-    if [ ! -f "$PYPY_ROOT/.cb3-chroot-complete" ] || [ ! -f "$PYPY_ROOT/opt/cb3-venv/.cb3-deps" ]; then
-        CB3_CHROOT_PREPARE_ONLY=1 bash "$REPO/scripts/chroot-test.sh" pypy3.11 >&2
+    local key=${1:-pypy3.11} root
+    root=$(pypy_root "$key")
+    if [ ! -f "$root/.cb3-chroot-complete" ] || [ ! -f "$root$(pypy_venv "$key")/.cb3-deps" ]; then
+        CB3_CHROOT_PREPARE_ONLY=1 bash "$REPO/scripts/chroot-test.sh" "$(pypy_profile "$key")" >&2
+    fi
+}
+# ensure_sid_chroot: the same for the sid chroot of CPython 3.15 (its test venv).
+ensure_sid_chroot() {
+    if [ ! -f "$SID_ROOT/.cb3-chroot-complete" ] || [ ! -f "$SID_ROOT/opt/cb3-venv-cpython3.15/.cb3-deps" ]; then
+        CB3_CHROOT_PREPARE_ONLY=1 bash "$REPO/scripts/chroot-test.sh" cpython3.15 >&2
     fi
 }
 
-# pypy_build TARGET_ARCH STATICLIB: the PyPy 3.11 wheel, built in the PyPy
-# chroot by PyPy's setuptools with PyPy's own hpy.devel (hybrid ABI: its
-# HPyContext layout is PyPy's, docs/wheels.md), zig cc for TARGET_ARCH against
-# glibc 2.17, linking STATICLIB; into $OUT/raw/pypy3.11-TARGET_ARCH.
+# pypy_build KEY TARGET_ARCH STATICLIB: the wheel of PyPy KEY (pypy3.11: 7.3,
+# pypy8.0), built in its chroot by PyPy's setuptools -- on 7.3 with PyPy's own
+# hpy.devel (hybrid ABI: its HPyContext layout is PyPy's, docs/wheels.md), on
+# 8.0 with the vendored one (cpython ABI through cpyext: 8.0 has no HPy
+# runtime) --, zig cc for TARGET_ARCH against glibc 2.17, linking STATICLIB;
+# into $OUT/raw/KEY-TARGET_ARCH.
 pypy_build() {
-    local target=$1 staticlib=$2 venv=/opt/cb3-build-venv w=/opt/cb3-wheel
-    ensure_pypy_chroot
-    ensure_chroot_build_venv "$PYPY_ROOT" pypy3
-    set_cross_env pypy3.11 "$target" /opt/cb3-cache /opt/zig/zig
-    in_root "$PYPY_ROOT" "$SRC:$w/src,$OUT/raw/pypy3.11-$target:$w/out,$(dirname "$ZIG"):/opt/zig,$CACHE:/opt/cb3-cache,$(dirname "$staticlib"):/opt/staticlib" \
+    local key=$1 target=$2 staticlib=$3 venv=/opt/cb3-build-venv w=/opt/cb3-wheel root
+    root=$(pypy_root "$key")
+    ensure_pypy_chroot "$key"
+    ensure_chroot_build_venv "$root" pypy3
+    set_cross_env "$key" "$target" /opt/cb3-cache /opt/zig/zig
+    in_root "$root" "$SRC:$w/src,$OUT/raw/$key-$target:$w/out,$(dirname "$ZIG"):/opt/zig,$CACHE:/opt/cb3-cache,$(dirname "$staticlib"):/opt/staticlib" \
         "${CROSS_ENV[@]}" CB3_STATICLIB=/opt/staticlib/libcb3.a \
         "$venv/bin/python" -m pip wheel --no-deps --no-build-isolation -w "$w/out" "$w/src"
 }

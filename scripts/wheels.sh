@@ -64,26 +64,34 @@ command -v aarch64-linux-gnu-strip >/dev/null || apt_needed+=(binutils-aarch64-l
 if ((${#apt_needed[@]})); then apt_install "${apt_needed[@]}"; fi
 log "host packages ready ($((SECONDS - t0)) s)"
 
-arm64_packages() { echo "python$1,python$1-venv,dash,coreutils,libstdc++6"; }
-ARM64_RUNS=${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE}
+# 3.15: PyPI has no numpy wheel for cp315 (pip would build it, for hours
+# under qemu): Debian sid's python3-numpy, the pinned 2.4.6 built for 3.14 and
+# 3.15, through a venv with --system-site-packages.
+arm64_packages() { echo "python$1,python$1-venv,dash,coreutils,libstdc++6${2:+,$2}"; }
+arm64_system_packages() { case $1 in 3.15) echo python3-numpy ;; esac; }
+ARM64_RUNS=${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE 3.15:sid}
 
 # The test tools of the PyPy wheel's fresh venv (pypy_full_suite), as wheels
 # in the PyPy chroot, made once from the pins of chroot-test.sh's test venv:
 # blake3-py has no PyPy wheel and is built here, with the host's Rust toolchain
 # bind-mounted (pip's cache in the chroot has it from that venv: seconds).
+# (PyPy 8.0: PyPI has no pp80 wheels at all; pip's cache in the chroot has the
+# ones built for the test venv.)
 PYPY_DEPS_DIR=/opt/cb3-wheel-deps
-ensure_pypy_wheelhouse() {
-    local deps
-    ensure_pypy_chroot
-    deps=$(cat "$PYPY_ROOT/opt/cb3-venv/.cb3-deps")
-    [ "$(cat "$PYPY_ROOT$PYPY_DEPS_DIR/.deps" 2>/dev/null)" != "$deps" ] || return 0
-    rm -rf "${PYPY_ROOT:?}$PYPY_DEPS_DIR" "$PYPY_ROOT$PYPY_DEPS_DIR.partial"
+ensure_pypy_wheelhouse() {  # ensure_pypy_wheelhouse KEY
+    local deps root venv binary=(--only-binary cryptography)
+    root=$(pypy_root "$1") venv=$(pypy_venv "$1")
+    [ "$1" != pypy8.0 ] || binary=()
+    ensure_pypy_chroot "$1"
+    deps=$(cat "$root$venv/.cb3-deps")
+    [ "$(cat "$root$PYPY_DEPS_DIR/.deps" 2>/dev/null)" != "$deps" ] || return 0
+    rm -rf "${root:?}$PYPY_DEPS_DIR" "$root$PYPY_DEPS_DIR.partial"
     # shellcheck disable=SC2086  # the pins, one word each
-    in_root "$PYPY_ROOT" "${CARGO_HOME:-$HOME/.cargo}:/opt/host-cargo,${RUSTUP_HOME:-$HOME/.rustup}:/opt/host-rustup" \
+    in_root "$root" "${CARGO_HOME:-$HOME/.cargo}:/opt/host-cargo,${RUSTUP_HOME:-$HOME/.rustup}:/opt/host-rustup" \
         env PATH="/opt/host-cargo/bin:$NO_RUST_PATH" CARGO_HOME=/opt/host-cargo RUSTUP_HOME=/opt/host-rustup \
-        /opt/cb3-venv/bin/pip wheel -q --only-binary cryptography -w "$PYPY_DEPS_DIR.partial" $deps
-    echo "$deps" >"$PYPY_ROOT$PYPY_DEPS_DIR.partial/.deps"
-    mv "$PYPY_ROOT$PYPY_DEPS_DIR.partial" "$PYPY_ROOT$PYPY_DEPS_DIR"
+        "$venv/bin/pip" wheel -q "${binary[@]}" -w "$PYPY_DEPS_DIR.partial" $deps
+    echo "$deps" >"$root$PYPY_DEPS_DIR.partial/.deps"
+    mv "$root$PYPY_DEPS_DIR.partial" "$root$PYPY_DEPS_DIR"
 }
 # CB3_WHEEL_PREPARE_ONLY=1: only fetch and make what the build and the tests
 # need (pinned tools, Rust targets, the Debian chroots), nothing built or
@@ -95,7 +103,7 @@ if [ -n "${CB3_WHEEL_PREPARE_ONLY:-}" ]; then
     ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES" >/dev/null
     ensure_chroot_build_venv "$CACHE/chroot-$PY314_SUITE-amd64-apt" python3.14
     for pair in $ARM64_RUNS; do
-        ensure_chroot "${pair#*:}" arm64 "$(arm64_packages "${pair%%:*}")" extract >/dev/null
+        ensure_chroot "${pair#*:}" arm64 "$(arm64_packages "${pair%%:*}" "$(arm64_system_packages "${pair%%:*}")")" extract >/dev/null
     done
     log "prepared: tools and chroots ($((SECONDS - START)) s)"
     exit 0
@@ -132,7 +140,7 @@ record_row() {
 MATRIX=${CB3_MATRIX_DIR:-$REPO/.test/matrix}
 DESCRIBE=$REPO/scripts/matrix.py  # in the chroots: /build/scripts/matrix.py
 
-wheel_for() {  # wheel_for VERSION ARCH (VERSION: 3.11 .. 3.14, pypy3.11)
+wheel_for() {  # wheel_for VERSION ARCH (VERSION: 3.11 .. 3.15, pypy3.11, pypy8.0)
     ls "$OUT"/dist/cb3-*-"$(tag_of "$1")"-*"$2".whl 2>/dev/null | head -1
 }
 
@@ -144,15 +152,24 @@ arm64_subset() {  # arm64_subset VERSION SUITE
     local version=$1 suite=$2 root wheel venv=/opt/cb3-test t0=$SECONDS junit rc=0 site tag=cp${1/./}
     wheel=$(wheel_for "$version" aarch64)
     [ -n "$wheel" ] || { log "CPython $version aarch64: no wheel to test"; status=1; return; }
-    root=$(ensure_chroot "$suite" arm64 "$(arm64_packages "$version")" extract)
+    local system pins=("${SUBSET_PINS[@]}") venv_options=()
+    system=$(arm64_system_packages "$version")
+    if [ -n "$system" ]; then
+        venv_options=(--system-site-packages)
+        pins=()
+        for pin in "${SUBSET_PINS[@]}"; do  # what Debian's packages provide: not from PyPI
+            [[ ",$system," == *",python3-${pin%%==*},"* ]] || pins+=("$pin")
+        done
+    fi
+    root=$(ensure_chroot "$suite" arm64 "$(arm64_packages "$version" "$system")" extract)
     rm -rf "${root:?}$venv" && mkdir -p "$OUT/junit"
-    in_root "$root" "" "python$version" -m venv --without-pip "$venv"
+    in_root "$root" "" "python$version" -m venv --without-pip "${venv_options[@]}" "$venv"
     site=$root$venv/lib/python$version/site-packages
     local platforms=()
     for glibc in 2_17 2_24 2_26 2_27 2_28 2_31 2_34 2_35; do platforms+=(--platform "manylinux_${glibc}_aarch64"); done
     "$TOOLS_VENV/bin/pip" install -q --disable-pip-version-check --target "$site" --only-binary :all: \
         --python-version "$version" --implementation cp --abi "$tag" "${platforms[@]}" --platform manylinux2014_aarch64 \
-        "${SUBSET_PINS[@]}" "$wheel"
+        "${pins[@]}" "$wheel"
     junit=$OUT/junit/$version-aarch64.xml
     in_root "$root" "$SRC:/build/src,$OUT/junit:/build/junit" sh -c "cd /tmp && $venv/bin/python -P -m cb3" \
         >"$OUT/selfcheck-$version-aarch64.log" 2>&1 || { cat "$OUT/selfcheck-$version-aarch64.log" >&2; status=1; }
@@ -219,14 +236,14 @@ host_full_suite() {  # host_full_suite VERSION
         "full suite less the Rust-toolchain and memory-scan tests" "$wheel" $((SECONDS - t0)) "$junit"
 }
 
-# CPython 3.14 (not on the host): the same in the Debian forky chroot that built
-# its wheel, which has gcc, g++, b3sum and pkgconf for the tests that compile
-# against the wheel's C API; pip there installs from PyPI.
-chroot_full_suite() {  # chroot_full_suite VERSION SUITE
-    local version=$1 suite=$2 wheel root venv=/opt/cb3-test t0=$SECONDS rc=0
+# CPython 3.14 and 3.15 (not on the host): the same in the Debian chroot that
+# built its wheel (forky; sid), which has gcc, g++, b3sum and pkgconf for the
+# tests that compile against the wheel's C API; pip there installs from PyPI
+# (3.15's numpy from pip's cache in the chroot: built once for chroot-test.sh's venv).
+chroot_full_suite() {  # chroot_full_suite VERSION ROOT SUITE
+    local version=$1 root=$2 suite=$3 wheel venv=/opt/cb3-test-$1 t0=$SECONDS rc=0
     wheel=$(wheel_for "$version" x86_64)
     [ -n "$wheel" ] || { log "CPython $version x86_64: no wheel to test"; status=1; return; }
-    root=$(ensure_chroot "$suite" amd64 "$PY314_PACKAGES")
     rm -rf "${root:?}$venv" "$OUT/junit/$version-x86_64.xml" && mkdir -p "$OUT/junit" "$root/build/dist"
     cp "$wheel" "$root/build/dist/"
     in_root "$root" "" "python$version" -m venv "$venv"
@@ -243,20 +260,22 @@ chroot_full_suite() {  # chroot_full_suite VERSION SUITE
         "full suite less the Rust-toolchain and memory-scan tests" "$wheel" $((SECONDS - t0)) "$OUT/junit/$version-x86_64.xml"
 }
 
-# PyPy 3.11: its x86_64 wheel, tested as CPython 3.14's is, in
-# scripts/chroot-test.sh's PyPy chroot (Debian trixie, PyPy 7.3.19), which has
+# PyPy: its x86_64 wheel, tested as CPython 3.14's is, in
+# scripts/chroot-test.sh's PyPy chroot (Debian trixie, PyPy 7.3.19; sid, 8.0), which has
 # gcc, g++, b3sum and pkgconf for the C API tests but no Rust. The fresh venv
 # gets the test tools of that chroot's test venv (chroot-test.sh's pins) from
 # the wheelhouse of ensure_pypy_wheelhouse (above); cb3 itself only from its
 # wheel (--no-index --only-binary: nothing is compiled).
-pypy_full_suite() {
-    local wheel root=$PYPY_ROOT venv=/opt/cb3-wheel-test w=/opt/cb3-wheel t0=$SECONDS rc=0 deps binds
-    wheel=$(wheel_for pypy3.11 x86_64)
-    [ -n "$wheel" ] || { log "PyPy 3.11 x86_64: no wheel to test"; status=1; return; }
-    ensure_pypy_wheelhouse
+pypy_full_suite() {  # pypy_full_suite KEY
+    local key=$1 wheel root venv=/opt/cb3-wheel-test w=/opt/cb3-wheel t0=$SECONDS rc=0 deps binds suite
+    root=$(pypy_root "$key") suite=trixie
+    [ "$key" != pypy8.0 ] || suite=sid
+    wheel=$(wheel_for "$key" x86_64)
+    [ -n "$wheel" ] || { log "$(label_of "$key") x86_64: no wheel to test"; status=1; return; }
+    ensure_pypy_wheelhouse "$key"
     deps=$(cat "$root$PYPY_DEPS_DIR/.deps")
-    rm -rf "${root:?}$venv" "$OUT/junit/pypy3.11-x86_64.xml" "$OUT/tmp-pypy" && mkdir -p "$OUT/junit" "$OUT/tmp-pypy"
-    binds="$SRC:$w/src,$OUT/junit:$w/junit,$(dirname "$wheel"):$w/dist,$OUT/tmp-pypy:$w/tmp,$REPO/scripts:$w/scripts"
+    rm -rf "${root:?}$venv" "$OUT/junit/$key-x86_64.xml" "$OUT/tmp-$key" && mkdir -p "$OUT/junit" "$OUT/tmp-$key"
+    binds="$SRC:$w/src,$OUT/junit:$w/junit,$(dirname "$wheel"):$w/dist,$OUT/tmp-$key:$w/tmp,$REPO/scripts:$w/scripts"
     in_root "$root" "" pypy3 -m venv "$venv"
     # shellcheck disable=SC2086
     in_root "$root" "" "$venv/bin/pip" install -q --no-index --find-links "$PYPY_DEPS_DIR" $deps
@@ -264,25 +283,29 @@ pypy_full_suite() {
     if in_root "$root" "" sh -c 'command -v cargo || command -v rustc'; then
         log "error: a Rust toolchain is reachable in the PyPy chroot"; status=1; return
     fi
-    in_root "$root" "" sh -c "cd /tmp && $venv/bin/python -P -m cb3" >"$OUT/selfcheck-pypy3.11-x86_64.log" 2>&1 ||
-        { cat "$OUT/selfcheck-pypy3.11-x86_64.log" >&2; status=1; }
+    in_root "$root" "" sh -c "cd /tmp && $venv/bin/python -P -m cb3" >"$OUT/selfcheck-$key-x86_64.log" 2>&1 ||
+        { cat "$OUT/selfcheck-$key-x86_64.log" >&2; status=1; }
     in_root "$root" "$binds" env TMPDIR=$w/tmp sh -c 'cd "$0" && exec "$@"' "$w/src" \
-        "$venv/bin/pytest" tests -q -p no:cacheprovider "${WHEEL_DESELECT[@]}" --junitxml="$w/junit/pypy3.11-x86_64.xml" \
-        >"$OUT/pytest-pypy3.11-x86_64.log" 2>&1 || rc=$?
-    tail -3 "$OUT/pytest-pypy3.11-x86_64.log" >&2
-    [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-pypy3.11-x86_64.log" | head -20 >&2; status=1; }
+        "$venv/bin/pytest" tests -q -p no:cacheprovider "${WHEEL_DESELECT[@]}" --junitxml="$w/junit/$key-x86_64.xml" \
+        >"$OUT/pytest-$key-x86_64.log" 2>&1 || rc=$?
+    tail -3 "$OUT/pytest-$key-x86_64.log" >&2
+    [ $rc = 0 ] || { grep -E "^(FAILED|ERROR)" "$OUT/pytest-$key-x86_64.log" | head -20 >&2; status=1; }
     record_row "$(in_root "$root" "$binds" sh -c "cd /tmp && $venv/bin/python -P $w/scripts/matrix.py describe")" \
-        "Debian trixie chroot, fresh venv" "full suite less the Rust-toolchain and memory-scan tests" "$wheel" \
-        $((SECONDS - t0)) "$OUT/junit/pypy3.11-x86_64.xml"
+        "Debian $suite chroot, fresh venv" "full suite less the Rust-toolchain and memory-scan tests" "$wheel" \
+        $((SECONDS - t0)) "$OUT/junit/$key-x86_64.xml"
 }
 
 has_part x86 || CB3_WHEEL_X86_TESTS=""
-for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14 pypy3.11}}; do
-    if [ "$version" = pypy3.11 ]; then
-        pypy_full_suite
+for version in ${CB3_WHEEL_X86_TESTS-${CB3_WHEEL_PYTHONS:-3.11 3.12 3.13 3.14 3.15 pypy3.11 pypy8.0}}; do
+    if [[ $version == pypy* ]]; then
+        pypy_full_suite "$version"
         continue
     elif [ "$version" = 3.14 ]; then
-        chroot_full_suite 3.14 "$PY314_SUITE"
+        chroot_full_suite 3.14 "$(ensure_chroot "$PY314_SUITE" amd64 "$PY314_PACKAGES")" "$PY314_SUITE"
+        continue
+    elif [ "$version" = 3.15 ]; then
+        ensure_sid_chroot
+        chroot_full_suite 3.15 "$SID_ROOT" sid
         continue
     fi
     find_python "$version" >/dev/null || { log "skipped: python$version is not installed"; continue; }
