@@ -11,7 +11,9 @@
 # the first major collection, docs/pypy.md; 0 times a fresh process),
 # CB3_BENCH_CLOCK (process: CPU time, the default, steadier on a shared
 # machine; wall), CB3_PYPY_CACHE (default /var/cache/cb3-pypy), CB3_BENCH_OUT
-# (default docs/pypy-speed.md).
+# (default docs/pypy-speed.md), CB3_BENCH_PYPY8=1 (adds a PyPy 8.0 column: the
+# Debian sid chroot of scripts/chroot-test.sh pypy8.0, cpython HPy ABI through
+# cpyext, since 8.0 has no HPy runtime; CB3_SID_CACHE, default /var/cache/cb3-sid).
 # About 4 minutes on the 2-core reference VM (builds 40 s, 3 rounds 3 min);
 # scripts/test.sh runs it last, with CB3_BENCH_OUT=.test/pypy-speed.md.
 set -euo pipefail
@@ -45,22 +47,34 @@ log "CPython: venv and build"
 # chroot's lock is held for the whole run so that it is not rebuilt meanwhile.
 exec 9>"$CACHE/.lock"
 flock 9
-in_chroot() {
+SID_ROOT=${CB3_SID_CACHE:-/var/cache/cb3-sid}/chroot
+if [ -n "${CB3_BENCH_PYPY8:-}" ]; then
+    [ -f "$SID_ROOT/.cb3-chroot-complete" ] || { log "no sid chroot in $SID_ROOT: run scripts/chroot-test.sh pypy8.0 first"; exit 1; }
+    exec 8>"${CB3_SID_CACHE:-/var/cache/cb3-sid}/.lock"
+    flock 8
+fi
+in_chroot() {  # in_chroot [--root DIR] COMMAND...: in the PyPy 7.3 chroot, or DIR
+    local root=$ROOT
+    [ "$1" != --root ] || { root=$2; shift 2; }
     # shellcheck disable=SC2016
-    unshare -m -- sh -c 'mount -t proc proc "$1/proc" && shift && exec chroot "$@"' sh "$ROOT" "$ROOT" \
+    unshare -m -- sh -c 'mount -t proc proc "$1/proc" && shift && exec chroot "$@"' sh "$root" "$root" \
         env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 log "PyPy: rustlib (host cargo), venv and build"
 (cd "$REPO/rustlib" && cargo build --quiet --release --locked --lib --target-dir "$CACHE/cargo-target-bench")
-rm -rf "$ROOT/bench" && mkdir -p "$ROOT/bench/src"
-cp "$CACHE/cargo-target-bench/release/libcb3.a" "$ROOT/bench/libcb3.a"
-(cd "$REPO" && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
-    [ -e "$f" ] && printf '%s\0' "$f"
-done | tar --null -T - -cf -) | tar -C "$ROOT/bench/src" -xf -
-[ -x "$ROOT/opt/cb3-bench-venv/bin/python" ] || in_chroot pypy3 -m venv /opt/cb3-bench-venv
-in_chroot env CB3_STATICLIB=/bench/libcb3.a /opt/cb3-bench-venv/bin/python -m pip install -q --no-deps \
-    --no-build-isolation --force-reinstall --disable-pip-version-check /bench/src
+pypy_setup() {  # pypy_setup CHROOT: cb3 built by that chroot's PyPy into /opt/cb3-bench-venv
+    rm -rf "$1/bench" && mkdir -p "$1/bench/src"
+    cp "$CACHE/cargo-target-bench/release/libcb3.a" "$1/bench/libcb3.a"
+    (cd "$REPO" && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
+        [ -e "$f" ] && printf '%s\0' "$f"
+    done | tar --null -T - -cf -) | tar -C "$1/bench/src" -xf -
+    [ -x "$1/opt/cb3-bench-venv/bin/python" ] || in_chroot --root "$1" pypy3 -m venv /opt/cb3-bench-venv
+    in_chroot --root "$1" env CB3_STATICLIB=/bench/libcb3.a /opt/cb3-bench-venv/bin/python -m pip install -q \
+        --no-deps --no-build-isolation --force-reinstall --disable-pip-version-check /bench/src
+}
+pypy_setup "$ROOT"
+[ -z "${CB3_BENCH_PYPY8:-}" ] || pypy_setup "$SID_ROOT"
 
 label() {  # label FILE LABEL: adds "label" to a bench JSON file
     "$WORK/venv/bin/python" -c 'import json, sys; d = json.load(open(sys.argv[1])); d["label"] = sys.argv[2]
@@ -77,11 +91,16 @@ for round in $(seq 1 "$ROUNDS"); do
     in_chroot sh -c 'cd /bench && exec env PYPY_GC_NURSERY=4M "$@"' sh /opt/cb3-bench-venv/bin/python \
         "${BENCH_ARGS[@]}" --json /bench/pypy.json >/dev/null
     cp "$ROOT/bench/pypy.json" "$WORK/pypy4m-$round.json" && label "$WORK/pypy4m-$round.json" "PyPy, PYPY_GC_NURSERY=4M"
+    if [ -n "${CB3_BENCH_PYPY8:-}" ]; then
+        in_chroot --root "$SID_ROOT" sh -c 'cd /bench && exec "$@"' sh /opt/cb3-bench-venv/bin/python "${BENCH_ARGS[@]}" \
+            --json /bench/pypy.json >/dev/null
+        cp "$SID_ROOT/bench/pypy.json" "$WORK/pypy8-$round.json" && label "$WORK/pypy8-$round.json" "PyPy 8.0"
+    fi
 done
 {
     echo "- Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "  at the end; L3 cache $(lscpu | sed -n 's/^L3 cache: *//p')."
 } >"$WORK/note.txt"
 "$WORK/venv/bin/python" "$REPO/scripts/pypy_speed.py" "$OUT" "$WORK/note.txt" \
-    "$WORK"/cpython-*.json "$WORK"/pypy-*.json "$WORK"/pypy4m-*.json
+    "$WORK"/cpython-*.json "$WORK"/pypy-*.json "$WORK"/pypy4m-*.json $(ls "$WORK"/pypy8-*.json 2>/dev/null)
 log "wrote $OUT"

@@ -65,6 +65,7 @@ COMMON_PACKAGES=gcc,g++,libc6-dev,ca-certificates,b3sum,pkgconf
 APT_OPTIONS=()
 # --only-binary cryptography: no long source build of it (there is a wheel).
 ONLY_BINARY=(--only-binary cryptography)
+VENV_OPTIONS=()
 VENV=/opt/cb3-venv # the test venv, inside the chroot
 case "$PROFILE" in
 pypy3.11)
@@ -106,12 +107,15 @@ cpython3.15|pypy8.0)
     # aarch64 binutils: scripts/build-wheels.sh builds both interpreters'
     # wheels here too. libssl-dev: PyPI has no PyPy 8.0 (pp80) wheels yet, so
     # pip builds cryptography (and numpy, psutil, blake3) from source for it.
+    # python3-numpy: PyPI has no cp315 numpy wheel either; Debian's is the
+    # pinned 2.4.6, built for 3.15 (the 3.15 venvs see it: --system-site-packages).
     PACKAGES=python3.15,python3.15-dev,python3.15-venv,pypy3,pypy3-dev,pypy3-venv,$COMMON_PACKAGES
-    PACKAGES+=,binutils-aarch64-linux-gnu,libssl-dev
+    PACKAGES+=,binutils-aarch64-linux-gnu,libssl-dev,python3-numpy
     WHERE="Debian $SUITE chroot"
     APT_OPTIONS=(--aptopt='Acquire::Check-Valid-Until "false"')
     if [ "$PROFILE" = cpython3.15 ]; then
         PYTHON=python3.15
+        VENV_OPTIONS=(--system-site-packages)
         mapfile -t TEST_DEPS < <(sed -e 's/[[:space:]]*#.*//' -e '/^[[:space:]]*$/d' "$REPO/tests/requirements.txt")
     else
         PYTHON=pypy3
@@ -225,17 +229,18 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 fi
 
 # ---- 2. the venv with the test tools ----------------------------------------
-if [ ! -f "$ROOT$VENV/.cb3-deps" ] || [ "$(cat "$ROOT$VENV/.cb3-deps")" != "${TEST_DEPS[*]}" ]; then
-    log "creating the venv $VENV and installing: ${TEST_DEPS[*]}"
+VENV_RECIPE="${VENV_OPTIONS[*]:+${VENV_OPTIONS[*]} }${TEST_DEPS[*]}"
+if [ ! -f "$ROOT$VENV/.cb3-deps" ] || [ "$(cat "$ROOT$VENV/.cb3-deps")" != "$VENV_RECIPE" ]; then
+    log "creating the venv $VENV ${VENV_OPTIONS[*]} and installing: ${TEST_DEPS[*]}"
     rm -rf "${ROOT:?}$VENV"
-    in_chroot "$PYTHON" -m venv "$VENV"
+    in_chroot "$PYTHON" -m venv "${VENV_OPTIONS[@]}" "$VENV"
     # Packages without a wheel for this interpreter (blake3 on PyPy) build with
     # the host's cargo.
     in_chroot --rust "$VENV/bin/python" -m pip install -q "${ONLY_BINARY[@]}" "${TEST_DEPS[@]}"
     # A wheel that installs but does not load would only show up as skipped tests.
     in_chroot "$VENV/bin/python" -c 'import pytest, hypothesis.strategies, blake3, numpy, psutil, Crypto
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305'
-    echo "${TEST_DEPS[*]}" >"$ROOT$VENV/.cb3-deps"
+    echo "$VENV_RECIPE" >"$ROOT$VENV/.cb3-deps"
 fi
 if [ -n "$HPY_DEBUG" ]; then
     sdist=${CB3_HPY_SDIST:?CB3_CHROOT_HPY_DEBUG needs CB3_HPY_SDIST, the hpy 0.9.0 sdist}

@@ -239,14 +239,16 @@ host_full_suite() {  # host_full_suite VERSION
 # CPython 3.14 and 3.15 (not on the host): the same in the Debian chroot that
 # built its wheel (forky; sid), which has gcc, g++, b3sum and pkgconf for the
 # tests that compile against the wheel's C API; pip there installs from PyPI
-# (3.15's numpy from pip's cache in the chroot: built once for chroot-test.sh's venv).
+# (3.15: no cp315 numpy wheel on PyPI; Debian sid's python3-numpy, the pinned
+# 2.4.6, through --system-site-packages, as chroot-test.sh's cpython3.15 venv).
 chroot_full_suite() {  # chroot_full_suite VERSION ROOT SUITE
-    local version=$1 root=$2 suite=$3 wheel venv=/opt/cb3-test-$1 t0=$SECONDS rc=0
+    local version=$1 root=$2 suite=$3 wheel venv=/opt/cb3-test-$1 t0=$SECONDS rc=0 options=()
+    [ "$version" != 3.15 ] || options=(--system-site-packages)
     wheel=$(wheel_for "$version" x86_64)
     [ -n "$wheel" ] || { log "CPython $version x86_64: no wheel to test"; status=1; return; }
     rm -rf "${root:?}$venv" "$OUT/junit/$version-x86_64.xml" && mkdir -p "$OUT/junit" "$root/build/dist"
     cp "$wheel" "$root/build/dist/"
-    in_root "$root" "" "python$version" -m venv "$venv"
+    in_root "$root" "" "python$version" -m venv "${options[@]}" "$venv"
     in_root "$root" "$SRC:/build/src" "$venv/bin/pip" install -q -r /build/src/tests/requirements.txt
     in_root "$root" "" "$venv/bin/pip" install -q --no-deps --only-binary :all: "/build/dist/$(basename "$wheel")"
     in_root "$root" "" sh -c "cd /tmp && $venv/bin/python -P -m cb3" >"$OUT/selfcheck-$version-x86_64.log" 2>&1 ||

@@ -72,7 +72,18 @@ def test_declared_support_matches_this_interpreter_and_each_other():
     assert versions == sorted(f"3.{m}" for m in minors)
     pypy = re.search(r"^PYPY_VERSION = \((\d+), (\d+)\)", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
     assert f"{pypy[1]}.{pypy[2]}" in versions
+    # setup.py's PyPy release series, each with the oldest release tested: 7.3 (7.3.19) and 8.0
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    series = dict(
+        ((int(a), int(b)), (int(c), int(d), int(e)))
+        for a, b, c, d, e in re.findall(r"\((\d+), (\d+)\): \((\d+), (\d+), (\d+)\)", setup.split("SUPPORTED_PYPY = ")[1].split("\n")[0])
+    )
+    assert series == {(7, 3): (7, 3, 19), (8, 0): (8, 0, 0)}
     if platform.python_implementation() == "PyPy":
         assert sys.version_info[:2] == (int(pypy[1]), int(pypy[2]))
+        release = tuple(sys.pypy_version_info[:3])
+        assert release[:2] in series and release >= series[release[:2]]
+        # 8.0 has no built-in HPy runtime: cb3 is built with HPy's cpython ABI there
+        assert cb3.HPY_ABI == ("hybrid" if "_hpy_universal" in sys.builtin_module_names else "cpython")
     else:
         assert sys.version_info[:2] in [(3, m) for m in minors]
