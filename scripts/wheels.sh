@@ -70,6 +70,11 @@ log "host packages ready ($((SECONDS - t0)) s)"
 arm64_packages() { echo "python$1,python$1-venv,dash,coreutils,libstdc++6${2:+,$2}"; }
 arm64_system_packages() { case $1 in 3.15) echo python3-numpy ;; esac; }
 ARM64_RUNS=${CB3_WHEEL_ARM64:-3.11:bookworm 3.13:trixie 3.14:$PY314_SUITE 3.15:sid}
+if [ -n "${CB3_WHEEL_PYTHONS:-}" ]; then  # only the versions built
+    runs=""
+    for pair in $ARM64_RUNS; do [[ " $CB3_WHEEL_PYTHONS " != *" ${pair%%:*} "* ]] || runs+=" $pair"; done
+    ARM64_RUNS=$runs
+fi
 
 # The test tools of the PyPy wheel's fresh venv (pypy_full_suite), as wheels
 # in the PyPy chroot, made once from the pins of chroot-test.sh's test venv:
@@ -162,6 +167,13 @@ arm64_subset() {  # arm64_subset VERSION SUITE
         done
     fi
     root=$(ensure_chroot "$suite" arm64 "$(arm64_packages "$version" "$system")" extract)
+    # An extract chroot runs no maintainer scripts, so update-alternatives made
+    # no libblas.so.3/liblapack.so.3 links (numpy's): made here.
+    local lib
+    for lib in blas/libblas.so.3 lapack/liblapack.so.3; do
+        [ ! -e "$root/usr/lib/aarch64-linux-gnu/$lib" ] || [ -e "$root/usr/lib/aarch64-linux-gnu/${lib#*/}" ] ||
+            ln -s "$lib" "$root/usr/lib/aarch64-linux-gnu/${lib#*/}"
+    done
     rm -rf "${root:?}$venv" && mkdir -p "$OUT/junit"
     in_root "$root" "" "python$version" -m venv --without-pip "${venv_options[@]}" "$venv"
     site=$root$venv/lib/python$version/site-packages
