@@ -38,7 +38,7 @@ extensions = [
 
 root_doc = "index"
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_inventories"]
 nitpicky = True
 # The C standard types the header uses: the C domain has no entries for them.
 nitpick_ignore = [("c:identifier", name) for name in ("uint8_t", "uint32_t", "uint64_t", "int32_t", "int64_t", "size_t")]
@@ -52,13 +52,16 @@ autodoc_preserve_defaults = True
 autoclass_content = "class"
 autodoc_type_aliases = {name: f"cb3.chunked.{name}" for name in ("PathOrReadable", "PathOrWritable")}
 
-# Python's documentation, offline: Debian's python3-doc package ships the
-# inventory (scripts/docs-check.sh installs it; CB3_PYTHON_INVENTORY points
-# elsewhere). The URL is where the links lead; the file is what resolves them.
-PYTHON_INVENTORY = os.environ.get("CB3_PYTHON_INVENTORY", "/usr/share/doc/python3/html/objects.inv")
+# Python's documentation, offline: the inventory of Python 3.11's docs
+# (objects.inv, copied from Debian's python3-doc 3.11.2-1; see
+# docs/_inventories/README.md) ships with the site, so the build needs no
+# network and no system package. CB3_PYTHON_INVENTORY points elsewhere. The
+# URL is where the links lead; the file is what resolves them.
+PYTHON_INVENTORY = os.environ.get(
+    "CB3_PYTHON_INVENTORY", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_inventories", "python-3.11.inv")
+)
 if not os.path.isfile(PYTHON_INVENTORY):
-    raise RuntimeError(f"{PYTHON_INVENTORY} (Python's objects.inv) is missing: apt-get install python3-doc, "
-                       "or point CB3_PYTHON_INVENTORY at a copy of https://docs.python.org/3/objects.inv")
+    raise RuntimeError(f"{PYTHON_INVENTORY} (Python's objects.inv) is missing")
 intersphinx_mapping = {"python": ("https://docs.python.org/3", PYTHON_INVENTORY)}
 intersphinx_timeout = 1
 

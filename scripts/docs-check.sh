@@ -3,8 +3,8 @@
 # mypy; docs/conf.py says what the site is made of):
 #   1. installs docs/requirements.txt (Sphinx, MyST, dask.distributed; pinned)
 #      into the venv of CB3_PYTHON, which has cb3 installed (autodoc documents
-#      the installed package), and Debian's python3-doc (Python's inventory,
-#      for intersphinx offline) and chromium
+#      the installed package), and Debian's chromium (Python's inventory for
+#      intersphinx ships in docs/_inventories)
 #   2. sphinx-build -W -n (warnings are errors, nitpicky): html, then doctest
 #      (every ```python block of every page, the README's included, runs)
 #   3. the site's own links: every relative link of every built page leads
@@ -26,7 +26,7 @@ STARTED=$SECONDS
 lap() { printf '    [docs-check] %-44s %3d s\n' "$1" $((SECONDS - STARTED)); }
 
 NEED=()
-[[ -f /usr/share/doc/python3/html/objects.inv ]] || NEED+=(python3-doc)
+# Python's inventory ships in docs/_inventories (no python3-doc needed).
 command -v chromium >/dev/null || NEED+=(chromium)
 install_debian_packages docs-check "${NEED[@]}"
 "$PY" -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt
