@@ -12,20 +12,10 @@ sys.modules["cb3.hash"].
 
 from . import errors  # first: the extension loads its exception classes from it
 
-try:
-    from . import _cb3
-except ImportError as error:
-    import os as _os
+from . import _source_tree
 
-    _here = _os.path.dirname(__file__)
-    if not any(name.startswith("_cb3.") and name != "_cb3.pyi" for name in _os.listdir(_here)):
-        # Python started in a source checkout imports its unbuilt cb3/ first.
-        raise ImportError(
-            f"cb3's compiled extension (_cb3) is not in {_here}: this is cb3's source tree, not an installed "
-            "cb3. Install it (python -m pip install .) and start Python outside the source tree, or with -P "
-            "(python -P ...) so that the installed package is imported"
-        ) from error
-    raise
+_source_tree.refuse_unbuilt(__path__[0])  # a Python started in the checkout: say what to do
+from . import _cb3
 from . import _signatures
 
 _signatures.install(_cb3)  # before the names below are bound: signatures on every interpreter
