@@ -448,14 +448,11 @@ unsafe fn batch_call(
     (op, sealing): (fn(&cb3_chunked, u64, bool, &[u8], &mut [u8]) -> Cb3Result<usize>, bool),
 ) -> cb3_result {
     ffi_boundary(|| {
-        // SAFETY: the C caller's contract (a cb3_chunked pointer or NULL).
-        let (chunked, owner) = unsafe { object::get_with_owner(chunked) }?;
         // Sealing is bound to the process that made the object: a fork()
         // child would seal under the parent's nonce prefix and chunk indices
         // (a two-time pad). Opening has no state to reuse and works anywhere.
-        if sealing && owner.load(std::sync::atomic::Ordering::Acquire) != object::process_id() {
-            return Err(cb3_result::Forked);
-        }
+        // SAFETY: the C caller's contract (a cb3_chunked pointer or NULL).
+        let chunked = unsafe { object::get_bound(chunked, sealing) }?;
         let last = flag(last)?;
         let input = Raw::new(input, input_len)?;
         if out_required && out.is_null() {

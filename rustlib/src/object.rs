@@ -120,9 +120,20 @@ unsafe fn live_header<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a Tagged<T>> 
 /// # Safety
 /// As for [`live_header`].
 pub unsafe fn get<'a, T: Object>(ptr: *const T) -> Cb3Result<&'a T> {
+    // SAFETY: the caller's guarantee is get_bound's.
+    unsafe { get_bound(ptr, T::FORK_BOUND) }
+}
+
+/// As [`get`], bound to the process that created the object when `bound`
+/// (whatever `T::FORK_BOUND` says): for a type bound for some operations
+/// only (`cb3_chunked` seals only in its own process, opens anywhere).
+///
+/// # Safety
+/// As for [`live_header`].
+pub unsafe fn get_bound<'a, T: Object>(ptr: *const T, bound: bool) -> Cb3Result<&'a T> {
     // SAFETY: the caller's guarantee is live_header's.
     let tagged = unsafe { live_header(ptr) }?;
-    if T::FORK_BOUND && tagged.owner.load(Ordering::Acquire) != process_id() {
+    if bound && tagged.owner.load(Ordering::Acquire) != process_id() {
         return Err(cb3_result::Forked);
     }
     Ok(&tagged.value)
