@@ -89,7 +89,7 @@ check_python_version()
 # version's) headers would call the wrong context slots and crash. The loader
 # stub below (before the binary is loaded) and the module's exec slot
 # (cext/module.c) both compare these with the running interpreter and raise
-# ImportError on a mismatch (cb3/_guard.py).
+# ImportError on a mismatch (cb3/_loading/guard.py).
 BUILD_CACHE_TAG = sys.implementation.cache_tag
 
 
@@ -127,8 +127,8 @@ def __bootstrap__():
     from os import environ
     from os.path import dirname, join
     from sys import modules
-    from . import _guard
-    _guard.check_build(__name__, BUILD_CACHE_TAG, BUILD_HPY_VERSION)
+    from ._loading import guard
+    guard.check_build(__name__, BUILD_CACHE_TAG, BUILD_HPY_VERSION)
     from hpy.universal import _load_bootstrap
     ext_filepath = join(dirname(__file__), {ext_file!r})
     modules[__name__] = _load_bootstrap({module_name!r}, __name__, __package__, ext_filepath,

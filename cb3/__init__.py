@@ -5,23 +5,30 @@
     ct = cb3.ChaCha20Blake3(key).encrypt(nonce, b"data", b"header")
 
 Also BLAKE3 hashing (cb3.blake3, a drop-in for blake3-py; cb3.hash,
-cb3.keyed_hash, cb3.derive_key) and the raw ChaCha ciphers (cb3.chacha20).
-Note that cb3.hash is the one-shot function; the module that defines it is
-sys.modules["cb3.hash"].
+cb3.keyed_hash, cb3.derive_key: cb3/hashing.py) and the raw ChaCha ciphers
+(cb3.chacha20). Files of any size: cb3/chunked/.
+
+The package by layer: the library at the top (aead, stream, hashing,
+chacha20, errors, chunked/); the command line in cli/ (``python -m cb3``);
+the benchmarks in bench/; the tooling in tools/ (the C API's files: cb3.capi,
+and the self-test); what loading the extension needs in _loading/.
 """
 
 from . import errors  # first: the extension loads its exception classes from it
 
-from . import _source_tree
+from ._loading import source_tree as _source_tree
 
 _source_tree.refuse_unbuilt(__path__[0])  # a Python started in the checkout: say what to do
 from . import _cb3
-from . import _signatures
+from ._loading import signatures as _signatures
 
 _signatures.install(_cb3)  # before the names below are bound: signatures on every interpreter
 from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend, version as _library_version
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
 from .errors import (
+    ChunkedError,
+    ChunkedHeaderError,
+    ChunkedTruncatedError,
     DecryptionError,
     InvalidTag,
     KeystreamExhaustedError,
@@ -31,6 +38,10 @@ from .errors import (
 )
 from .stream import Stream
 from .chunked import (
+    CHUNKED_CHUNK_SIZE,
+    CHUNKED_HEADER_SIZE,
+    CHUNKED_MAX_CHUNK_SIZE,
+    CHUNKED_MIN_CHUNK_SIZE,
     STREAM_CHUNK_SIZE,
     STREAM_HEADER_SIZE,
     STREAM_MAX_CHUNK_SIZE,
@@ -41,8 +52,7 @@ from .chunked import (
     encrypt_file,
 )
 from . import chacha20  # the submodule cb3.chacha20
-from . import blake3 as _blake3_module  # the submodule cb3.blake3 (blake3-py's spelling), imported before:
-from .hash import blake3, derive_key, hash, keyed_hash  # binds cb3.hash and cb3.blake3 over their submodules
+from .hashing import blake3, derive_key, hash, keyed_hash
 
 # The C API for other extensions: where cb3.h and libcb3.a are (cb3/capi.py).
 from .capi import get_include, get_libraries, get_library_dir, get_link_args
@@ -73,12 +83,20 @@ __all__ = [
     "__version__",
 ]
 
-# Encrypting data of any size (cb3/chunked.py, docs/stream-format.md).
+# Encrypting data of any size (cb3/chunked/, docs/stream-format.md), and the
+# Stream* names the format's names had before (the same objects).
 __all__ += [
     "EncryptingWriter",
     "DecryptingReader",
     "encrypt_file",
     "decrypt_file",
+    "ChunkedError",
+    "ChunkedTruncatedError",
+    "ChunkedHeaderError",
+    "CHUNKED_CHUNK_SIZE",
+    "CHUNKED_HEADER_SIZE",
+    "CHUNKED_MIN_CHUNK_SIZE",
+    "CHUNKED_MAX_CHUNK_SIZE",
     "StreamError",
     "StreamTruncatedError",
     "StreamHeaderError",

@@ -54,7 +54,7 @@ class Stream:
     def encrypt(self, data: Buffer, associated_data: Buffer | None = None) -> bytes: ...
     def decrypt(self, data: Buffer, associated_data: Buffer | None = None) -> bytes: ...
 
-# ---- chunked streams (cext/chunked.c; the public API is cb3/chunked.py) ----
+# ---- chunked streams (cext/chunked.c; the public API is cb3/chunked/) ----
 
 class Chunked:
     def __init__(self, key: Buffer, header: Buffer, associated_data: Buffer | None, max_threads: int, /) -> None: ...
@@ -71,9 +71,10 @@ class blake3:
     block_size: ClassVar[int]
     key_size: ClassVar[int]
     AUTO: ClassVar[int]
-    # blake3-py's module-level names (see cb3/hash.py):
+    # blake3-py's module-level names (see cb3/hashing.py):
     blake3: ClassVar[type[blake3]]
     __version__: ClassVar[str]
+    __all__: ClassVar[list[str]]
     def __init__(
         self,
         data: Buffer | None = None,

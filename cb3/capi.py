@@ -141,7 +141,7 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Registers ``python -m cb3 config`` (see cb3/__main__.py). The same flags
+    """Registers ``python -m cb3 config`` (see cb3/cli/__init__.py). The same flags
     also work without the word ``config``: ``python -m cb3 --cflags --libs``."""
     parser = subparsers.add_parser(
         "config",
@@ -170,7 +170,7 @@ def main_flags(argv: Sequence[str], stdout: TextIO | None = None) -> int | None:
     ``--pkgconfigdir``, prints the answers and returns the exit status 0:
     ``--cflags`` and ``--libs`` together share one line, as with
     pkg-config, and each directory gets a line of its own. Otherwise prints
-    nothing and returns None, so that ``cb3/__main__.py`` can go on with
+    nothing and returns None, so that ``cb3/cli/__init__.py`` can go on with
     its own arguments::
 
         status = cb3.capi.main_flags(sys.argv[1:])

@@ -30,28 +30,35 @@ class KeystreamExhaustedError(OverflowError, ValueError):
     """
 
 
-class StreamError(DecryptionError):
-    """An encrypted stream (cb3.DecryptingReader, cb3.decrypt_file) did not
-    authenticate.
+class ChunkedError(DecryptionError):
+    """A file in the chunked format (cb3.DecryptingReader, cb3.decrypt_file)
+    did not authenticate.
 
     Raised for a chunk that fails to verify: wrong key or associated data, a
     modified, reordered, dropped, duplicated or spliced chunk, a modified
     header, data appended after the final chunk. The message says which
     chunk. Nothing of a failing chunk is ever returned. Subclasses:
-    StreamTruncatedError, StreamHeaderError (docs/stream-format.md lists which
-    tampering raises what).
+    ChunkedTruncatedError, ChunkedHeaderError (docs/stream-format.md lists
+    which tampering raises what). Also named StreamError.
     """
 
 
-class StreamTruncatedError(StreamError):
-    """The encrypted stream ended before its final chunk: it was cut at a
+class ChunkedTruncatedError(ChunkedError):
+    """The chunked input ended before its final chunk: it was cut at a
     chunk boundary (or has no chunk at all), or a writer never sealed it
-    (interrupted before close())."""
+    (interrupted before close()). Also named StreamTruncatedError."""
 
 
-class StreamHeaderError(StreamError):
-    """The input does not start with a cb3 stream header: too short, wrong
-    magic, an unsupported version or a chunk size out of range."""
+class ChunkedHeaderError(ChunkedError):
+    """The input does not start with a cb3 chunked header: too short, wrong
+    magic, an unsupported version or a chunk size out of range. Also named
+    StreamHeaderError."""
 
 
+# The names these had before the format was called chunked (the same classes).
+StreamError = ChunkedError
+StreamTruncatedError = ChunkedTruncatedError
+StreamHeaderError = ChunkedHeaderError
+
+__all__ += ["ChunkedError", "ChunkedTruncatedError", "ChunkedHeaderError"]
 __all__ += ["StreamError", "StreamTruncatedError", "StreamHeaderError"]

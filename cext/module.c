@@ -61,8 +61,8 @@ static HPy built_hpy_version(HPyContext *ctx)
 }
 
 /* Raises ImportError unless the running interpreter (and, for the hybrid ABI,
- * its HPy runtime) is the one this binary was built for: cb3._guard.check_build
- * (cb3/_guard.py), the same check the loader stub makes before loading us.
+ * its HPy runtime) is the one this binary was built for: cb3._loading.guard.check_build
+ * (cb3/_loading/guard.py), the same check the loader stub makes before loading us.
  * Runs first, and uses only HPyContext members that precede the point where
  * the context layouts of hpy 0.9.0 and PyPy's 0.9.1.dev diverge (h_Builtins). */
 static int check_build(HPyContext *ctx)
@@ -70,7 +70,7 @@ static int check_build(HPyContext *ctx)
     int status = -1;
     HPy guard = HPy_NULL, check = HPy_NULL, items[3] = {HPy_NULL, HPy_NULL, HPy_NULL}, args = HPy_NULL,
         result = HPy_NULL;
-    guard = HPyImport_ImportModule(ctx, "cb3._guard");
+    guard = HPyImport_ImportModule(ctx, "cb3._loading.guard");
     if (HPy_IsNull(guard))
         goto done;
     check = HPy_GetAttr_s(ctx, guard, "check_build");

@@ -67,7 +67,7 @@ def measure_install(command: str) -> tuple[float, list[tuple[str, int]]]:
 
 
 def section(command: str, seconds: float, sizes: list[tuple[str, int]], test_dir: str | None) -> str:
-    from cb3.bench import _load_average, markers, stamp
+    from cb3.bench.targets import load_average as _load_average, markers, stamp
 
     begin, end = markers("resources")
     shown = "python -P scripts/resources.py" + (f" --test-dir {test_dir}" if test_dir else "")
@@ -92,7 +92,7 @@ def main() -> int:
     parser.add_argument("--page", default=str(PAGE))
     parser.add_argument("--test-dir", help="also measure what the test command wrote (after a full run)")
     args = parser.parse_args()
-    from cb3.bench import replace_section
+    from cb3.bench.targets import replace_section
 
     command = install_command()
     seconds, sizes = measure_install(command)

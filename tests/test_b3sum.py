@@ -1,7 +1,7 @@
-"""cb3.b3sum: the b3sum-compatible command.
+"""cb3.cli.b3sum: the b3sum-compatible command.
 
-Known-digest tests always run (in-process through cb3.b3sum.main and as
-`python -m cb3.b3sum`); the byte-for-byte comparison with Debian's `b3sum`
+Known-digest tests always run (in-process through cb3.cli.b3sum.main and as
+`python -m cb3.cli.b3sum`); the byte-for-byte comparison with Debian's `b3sum`
 runs only where that command is installed (apt-get install b3sum).
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import cb3
-from cb3.b3sum import PROGRESS_MIN_SIZE, main
+from cb3.cli.b3sum import PROGRESS_MIN_SIZE, main
 
 reference = pytest.importorskip("blake3")
 
-# `python -m cb3.b3sum` in a subprocess must import the cb3 under test: the
+# `python -m cb3.cli.b3sum` in a subprocess must import the cb3 under test: the
 # source tree for an editable install, site-packages for an installed one (a
 # source tree without a built extension would shadow it).
 CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
@@ -164,7 +164,7 @@ def test_check(files, capsysbinary, monkeypatch):
 
 def test_python_dash_m(files):
     result = subprocess.run(
-        [sys.executable, "-m", "cb3.b3sum", "hello", "-"],
+        [sys.executable, "-m", "cb3.cli.b3sum", "hello", "-"],
         input=b"abc",
         capture_output=True,
         env={**os.environ, "PYTHONPATH": CB3_PARENT},
@@ -176,7 +176,7 @@ def test_python_dash_m(files):
 
 def test_broken_pipe_is_quiet(files):
     process = subprocess.Popen(
-        [sys.executable, "-m", "cb3.b3sum", "--no-names", "-l", "100000000", "hello"],
+        [sys.executable, "-m", "cb3.cli.b3sum", "--no-names", "-l", "100000000", "hello"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": CB3_PARENT},
@@ -197,7 +197,7 @@ def test_progress_bar_on_a_terminal(files):
     primary, secondary = pty.openpty()
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "cb3.b3sum", "large"],
+            [sys.executable, "-m", "cb3.cli.b3sum", "large"],
             stdout=subprocess.PIPE,
             stderr=secondary,
             env={**os.environ, "PYTHONPATH": CB3_PARENT},
@@ -224,7 +224,7 @@ def test_progress_bar_on_a_terminal(files):
     assert shown.endswith(b"\r\x1b[K")
     # Not a terminal: no progress output at all.
     result = subprocess.run(
-        [sys.executable, "-m", "cb3.b3sum", "large"],
+        [sys.executable, "-m", "cb3.cli.b3sum", "large"],
         capture_output=True,
         env={**os.environ, "PYTHONPATH": CB3_PARENT},
         check=False,
@@ -241,7 +241,7 @@ needs_b3sum = pytest.mark.skipif(B3SUM is None, reason="b3sum is not installed (
 
 def both(argv, stdin=b""):
     ours = subprocess.run(
-        [sys.executable, "-m", "cb3.b3sum", *argv],
+        [sys.executable, "-m", "cb3.cli.b3sum", *argv],
         input=stdin,
         capture_output=True,
         env={**os.environ, "PYTHONPATH": CB3_PARENT},
@@ -284,7 +284,7 @@ def test_check_same_as_b3sum(files):
     Path("back\\slash").write_bytes(b"x")
     theirs = subprocess.run([B3SUM, "hello", "empty", "big", "back\\slash"], capture_output=True, check=True).stdout
     ours = subprocess.run(
-        [sys.executable, "-m", "cb3.b3sum", "hello", "empty", "big", "back\\slash"],
+        [sys.executable, "-m", "cb3.cli.b3sum", "hello", "empty", "big", "back\\slash"],
         capture_output=True,
         env={**os.environ, "PYTHONPATH": CB3_PARENT},
         check=True,

@@ -229,7 +229,7 @@ COVERED_BY_TEST_HASH = {
     "blake3.reset", "blake3.update", "blake3.update_mmap", "derive_key",
 }
 
-#: The chunked stream API (cb3/chunked.py): file objects whose error contract
+#: The chunked stream API (cb3/chunked/): file objects whose error contract
 #: is io's (a closed file: ValueError; an unsupported operation:
 #: io.UnsupportedOperation); tests/test_chunked.py tests their bad inputs
 #: (test_bad_arguments, test_bad_method_arguments).

@@ -1,5 +1,5 @@
 """The load-time guard: cb3._cb3 refuses to load in an interpreter (or HPy
-runtime) other than the one it was built for (cb3/_guard.py, the loader stub
+runtime) other than the one it was built for (cb3/_loading/guard.py, the loader stub
 written by setup.py, cext/module.c)."""
 
 import os
@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 import cb3
-from cb3 import _guard
+from cb3._loading import guard as _guard
 
 
 def test_matching_build_passes():
@@ -96,13 +96,13 @@ def test_c_exec_slot_checks_too():
         """
         import importlib.util, sys
         import cb3 as real
-        path = real._guard.__file__
+        path = real._loading.guard.__file__
         for name in [n for n in sys.modules if n == "cb3" or n.startswith("cb3.")]:
             del sys.modules[name]
-        spec = importlib.util.spec_from_file_location("cb3._guard", path)
+        spec = importlib.util.spec_from_file_location("cb3._loading.guard", path)
         guard = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(guard)
-        sys.modules["cb3._guard"] = guard
+        sys.modules["cb3._loading.guard"] = guard
         calls = []
         original = guard.check_build
         abi = real._cb3.HPY_ABI

@@ -149,7 +149,7 @@ def test_main_flags(capsys):
         cb3.get_library_dir(),
         cb3.capi.get_pkgconfig_dir(),
     ]
-    # Anything else is left to cb3/__main__.py: nothing printed, None returned.
+    # Anything else is left to cb3/cli/__init__.py: nothing printed, None returned.
     for argv in ([], ["--version"], ["--cflags", "--bogus"], ["cflags"]):
         assert cb3.capi.main_flags(argv) is None
     assert capsys.readouterr().out == ""

@@ -1,4 +1,4 @@
-"""cb3's chunked stream format (cb3/chunked.py, rustlib/src/chunked.rs,
+"""cb3's chunked stream format (cb3/chunked/, rustlib/src/chunked.rs,
 docs/stream-format.md): vectors from the independent implementation in
 reference.py, round trips, every kind of tampering, interrupted writers,
 I/O faults, pipes and random access.
@@ -788,3 +788,20 @@ def test_encrypt_file_workers_keep_the_order_and_report_errors(threads: int) -> 
     assert info.value.errno == errno.EIO
     with pytest.raises(cb3.StreamTruncatedError):  # what was written is not a complete stream
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
+
+
+def test_chunked_names_and_their_stream_aliases():
+    """The format's word is "chunked"; the Stream* names of earlier versions
+    are the same objects, exported from cb3, cb3.chunked and cb3.errors."""
+    from cb3 import errors
+
+    pairs = [("ChunkedError", "StreamError"), ("ChunkedTruncatedError", "StreamTruncatedError"),
+             ("ChunkedHeaderError", "StreamHeaderError")]
+    for new, old in pairs:
+        assert getattr(cb3, new) is getattr(cb3, old) is getattr(errors, new) is getattr(errors, old)
+        assert {new, old} <= set(cb3.__all__) and {new, old} <= set(errors.__all__)
+    for size in ("HEADER_SIZE", "CHUNK_SIZE", "MIN_CHUNK_SIZE", "MAX_CHUNK_SIZE"):
+        new, old = f"CHUNKED_{size}", f"STREAM_{size}"
+        assert getattr(cb3, new) == getattr(cb3, old) == getattr(cb3.chunked, new) == getattr(cb3.chunked, old)
+        assert {new, old} <= set(cb3.__all__) and {new, old} <= set(cb3.chunked.__all__)
+    assert cb3.ChunkedError.__name__ == "ChunkedError" and issubclass(cb3.ChunkedError, cb3.DecryptionError)

@@ -1,4 +1,4 @@
-"""`python -m cb3 encrypt` / `decrypt` (cb3/cli_files.py): keys from files
+"""`python -m cb3 encrypt` / `decrypt` (cb3/cli/files.py): keys from files
 and the environment, stdin/stdout, exit codes, atomic output, disk full,
 and a sparse file round trip in the memory of a few chunks."""
 
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 import cb3
-from cb3 import chunked, cli_files
+from cb3.chunked import fileio
+from cb3.cli import files as cli_files
 
 KEY = bytes(range(1, 33))
 
@@ -143,7 +144,7 @@ def test_disk_full_in_process(tmp_path: Path, key_file: str, monkeypatch: pytest
     src, enc = tmp_path / "in", tmp_path / "in.cb3"
     src.write_bytes(os.urandom(1 << 20))
     assert cli_files.main(["encrypt", "--key-file", key_file, "-o", str(enc), str(src)]) == 0
-    real = chunked._write_all
+    real = fileio.write_all
     written = [0]
 
     def filling_up(sink: object, data: memoryview) -> None:
@@ -152,7 +153,7 @@ def test_disk_full_in_process(tmp_path: Path, key_file: str, monkeypatch: pytest
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(sink, data)
 
-    monkeypatch.setattr(chunked, "_write_all", filling_up)
+    monkeypatch.setattr(fileio, "write_all", filling_up)
     for command, source in (("decrypt", enc), ("encrypt", src)):
         written[0] = 0
         out = tmp_path / f"{command}.out"
@@ -234,7 +235,7 @@ def test_sparse_file_round_trip_in_bounded_memory(tmp_path: Path, key_file: str)
     # A few batches of 256 KiB of plaintext and ciphertext, not the file.
     # PyPy adds its JIT's code and a collector that frees late (measured
     # there: about +19 MiB; a PyPy that held on to every written buffer
-    # would be at +800 MiB, see cb3/chunked.py _COLLECT_STEP).
+    # would be at +800 MiB, see cb3/chunked/fileio.py COLLECT_STEP).
     bound = (48 if sys.implementation.name == "pypy" else 16) << 20
     for rss in (encrypt_rss, decrypt_rss):
         assert rss - baseline < bound, (rss, baseline)
@@ -252,7 +253,7 @@ def test_threads_between_regular_files(tmp_path: Path, key_file: str) -> None:
     stdout redirected to a file): the same bytes, and a chunk that fails in a
     later batch leaves no output and exit status 1."""
     src, enc, dec = tmp_path / "in", tmp_path / "in.cb3", tmp_path / "out"
-    data = os.urandom(3 * chunked.BATCH_BYTES_PER_THREAD + 1000)
+    data = os.urandom(3 * fileio.BATCH_BYTES_PER_THREAD + 1000)
     src.write_bytes(data)
     with open(enc, "wb") as redirected:
         r = subprocess.run([sys.executable, "-P", "-m", "cb3", "encrypt", "--key-file", key_file, "--threads", "2",

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import cb3
 from cb3 import chunked
+from cb3.chunked import fileio
 from test_fork import _in_child
 
 KEY = bytes(range(1, 33))
@@ -348,9 +349,9 @@ class CountingPipe(io.RawIOBase):
 
 
 def test_thread_counts_are_capped_at_the_usable_cores() -> None:
-    cores = chunked.usable_cores()
+    cores = fileio.usable_cores()
     writer = cb3.EncryptingWriter(io.BytesIO(), KEY, max_threads=64)
-    assert len(writer._pending) <= chunked.BATCH_BYTES_PER_THREAD * cores
+    assert len(writer._pending) <= fileio.BATCH_BYTES_PER_THREAD * cores
     writer.abort()
     seen: list[int] = []
     cb3.encrypt_file(KEY, CountingPipe(seen), io.BytesIO(), max_threads=64)
@@ -394,7 +395,7 @@ def test_a_short_input_claiming_16_mib_chunks_allocates_little(tmp_path: Path, t
     reader = cb3.DecryptingReader(io.BytesIO(hostile), KEY, max_threads=threads)
     with pytest.raises(cb3.StreamError):
         reader.read()
-    assert len(reader._raw) <= chunked.FIRST_READ and len(reader._plain) <= len(hostile)  # not what it claims
+    assert len(reader._raw) <= fileio.FIRST_READ and len(reader._plain) <= len(hostile)  # not what it claims
 
 
 def test_reader_buffers_grow_to_a_batch_for_real_data() -> None:

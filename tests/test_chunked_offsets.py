@@ -1,5 +1,5 @@
 """encrypt_file / decrypt_file on several threads between regular files
-(cb3/chunked.py, _OffsetPipeline): every batch read with os.preadv and
+(cb3/chunked/pipelines.py, _OffsetPipeline): every batch read with os.preadv and
 written with os.pwrite at its own offset. Output byte-identical to one thread
 and to the independent reference (tests/reference.py); errors identical to
 one thread; a source that changes size fails cleanly; pipes, in-memory files
@@ -21,12 +21,13 @@ import reference
 
 import cb3
 from cb3 import chunked
+from cb3.chunked import fileio, pipelines
 
 KEY = bytes(range(1, 33))
 PREFIX = bytes(range(0xA0, 0xAF))
 TAG = 32
 HEADER = 27
-BATCH = chunked.BATCH_BYTES_PER_THREAD  # plaintext bytes per batch and thread
+BATCH = fileio.BATCH_BYTES_PER_THREAD  # plaintext bytes per batch and thread
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "preadv"), reason="no os.preadv: the streaming paths only"),
@@ -40,13 +41,13 @@ pytestmark = [
 def used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Records the batch count of every _OffsetPipeline that runs."""
     runs: list[int] = []
-    real = chunked._OffsetPipeline.__init__
+    real = pipelines._OffsetPipeline.__init__
 
     def spy(self: Any, workers: int, count: int, *args: Any) -> None:
         runs.append(count)
         real(self, workers, count, *args)
 
-    monkeypatch.setattr(chunked._OffsetPipeline, "__init__", spy)
+    monkeypatch.setattr(pipelines._OffsetPipeline, "__init__", spy)
     return runs
 
 
@@ -160,9 +161,9 @@ def test_errors_and_output_are_those_of_one_thread(tmp_path: Path, used: list[in
         assert one[1] and PT.startswith(one[0])
         assert one[0] or case in ("first chunk", "empty body", "shorter than a tag")
     if case == "a chunk appended":
-        assert one[1] == "StreamError" and "data after the final chunk (chunk 999)" in one[2]
+        assert one[1] == "ChunkedError" and "data after the final chunk (chunk 999)" in one[2]
     if case.startswith("cut at"):
-        assert one[1] == "StreamTruncatedError"
+        assert one[1] == "ChunkedTruncatedError"
     if case.startswith("two failing"):
         assert f"chunk {2 * 256 + 200} failed" in one[2]
     assert used == ([] if case == "empty body" else [used[0]])  # the offset path ran (once)
@@ -182,7 +183,7 @@ def test_source_changing_size_fails_cleanly(tmp_path: Path, used: list[int], cha
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     pt = os.urandom(8 * BATCH + 5)
     src, enc, _ = files(tmp_path, pt)
-    real, lock, state = chunked._pread_full, threading.Lock(), {"armed": True}
+    real, lock, state = fileio.pread_full, threading.Lock(), {"armed": True}
 
     def meddling_read(fd: int, view: memoryview, offset: int) -> int:
         got = real(fd, view, offset)
@@ -197,7 +198,7 @@ def test_source_changing_size_fails_cleanly(tmp_path: Path, used: list[int], cha
                         f.truncate(os.path.getsize(src) // 2)
         return got
 
-    monkeypatch.setattr(chunked, "_pread_full", meddling_read)
+    monkeypatch.setattr(fileio, "pread_full", meddling_read)
     with pytest.raises(chunked.SourceChangedError, match="changed size"):
         cb3.encrypt_file(KEY, src, enc, max_threads=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]  # no output, no temporary file
@@ -220,7 +221,7 @@ def test_source_changing_size_fails_cleanly(tmp_path: Path, used: list[int], cha
 
 def test_write_error_in_a_later_batch_leaves_no_output(tmp_path: Path, used: list[int],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    real, calls = chunked._pwrite_all, []
+    real, calls = fileio.pwrite_all, []
     lock = threading.Lock()
 
     def full_disk(fd: int, view: memoryview, offset: int) -> None:
@@ -230,7 +231,7 @@ def test_write_error_in_a_later_batch_leaves_no_output(tmp_path: Path, used: lis
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(fd, view, offset)
 
-    monkeypatch.setattr(chunked, "_pwrite_all", full_disk)
+    monkeypatch.setattr(fileio, "pwrite_all", full_disk)
     src, enc, _ = files(tmp_path, os.urandom(10 * BATCH))
     with pytest.raises(OSError) as info:
         cb3.encrypt_file(KEY, src, enc, max_threads=2)
@@ -316,7 +317,7 @@ def test_interrupt_on_the_calling_thread_stops_every_worker(tmp_path: Path, used
     src, enc, dec = files(tmp_path, pt)
     if helper == "decrypt":
         src.write_bytes(reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX))
-    real = chunked._pwrite_all
+    real = fileio.pwrite_all
 
     def write(fd: int, view: memoryview, offset: int) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -324,7 +325,7 @@ def test_interrupt_on_the_calling_thread_stops_every_worker(tmp_path: Path, used
         time.sleep(0.01)
         real(fd, view, offset)
 
-    monkeypatch.setattr(chunked, "_pwrite_all", write)
+    monkeypatch.setattr(fileio, "pwrite_all", write)
     run = cb3.encrypt_file if helper == "encrypt" else cb3.decrypt_file
     with pytest.raises(KeyboardInterrupt):
         run(KEY, src, dec, max_threads=3)

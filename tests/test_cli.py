@@ -13,7 +13,7 @@ import pytest
 
 import cb3
 import cb3.capi
-from cb3.__main__ import COMMANDS, build_parser, main
+from cb3.cli import COMMANDS, build_parser, main
 
 # The subprocesses must import the cb3 under test (see test_b3sum.py).
 CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
@@ -59,7 +59,7 @@ def test_every_command_is_registered_by_its_module():
     parser = build_parser()
     (subparsers,) = [a for a in parser._actions if a.dest == "command"]
     assert list(subparsers.choices) == SUBCOMMANDS
-    assert len(COMMANDS) == 5  # cb3/cli_files.py registers both encrypt and decrypt
+    assert len(COMMANDS) == 5  # cb3/cli/files.py registers both encrypt and decrypt
     for name, sub in subparsers.choices.items():
         assert callable(sub.get_default("func")), name
 
@@ -84,7 +84,7 @@ def test_default_command_is_selftest(tmp_path):
 
 
 def test_selftest_failure_exits_1(capsys, monkeypatch):
-    from cb3 import selftest
+    from cb3.cli import selftest
 
     def broken() -> int:
         raise AssertionError("vector 1: encrypt gave 00")
@@ -139,7 +139,7 @@ def test_bench_names_missing_peers(tmp_path):
     code = (
         "import sys\n"
         "for name in ('cryptography', 'nacl', 'Crypto', 'blake3'): sys.modules[name] = None\n"
-        "from cb3.__main__ import main\n"
+        "from cb3.cli import main\n"
         "sys.exit(main(['bench', '--quick', '--sizes', '64', '--rounds', '1', '--only', 'cb3 encrypt_into']))\n"
     )
     result = subprocess.run(

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import cb3
-from cb3 import selftest
+from cb3.cli import selftest
 from helpers import run_threads
 
 KEY = bytes(range(32))

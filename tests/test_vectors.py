@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 import cb3
 import reference
-from cb3 import selftest
+from cb3.cli import selftest
 from helpers import seeded, sentinel_buf
 
 # The three upstream vectors (chacha20-blake3 tests/mod.rs; notes section 8),
-# from their one copy in the package (cb3/selftest.py, run by `python -m cb3`).
+# from their one copy in the package (cb3/cli/selftest.py, run by `python -m cb3`).
 VECTORS = [pytest.param(v, id=name) for v, name in zip(selftest.VECTORS, ("zero-empty", "ascii", "random-32"))]
 
 # Every length where a backend or chunking decision could change: ChaCha
@@ -64,7 +64,7 @@ def test_upstream_vector_reference(vector: selftest.Vector) -> None:
 
 
 def test_rust_and_c_copies_are_the_same_vectors() -> None:
-    # The Rust and C test programs cannot import cb3/selftest.py: their own
+    # The Rust and C test programs cannot import cb3/cli/selftest.py: their own
     # copies must say the same, ciphertext || tag as one hex string.
     root = Path(__file__).resolve().parent.parent
     for path in (root / "rustlib" / "tests" / "abi.rs", root / "tests" / "c" / "test_aead.c"):

@@ -271,7 +271,7 @@ def test_update_mmap_of_a_fifo_still_hashes_everything(tmp_path: Path) -> None:
 def test_ctrl_c_stops_b3sum(argv: list[str]) -> None:
     """b3sum on an endless device: Ctrl-C ends it (exit status 130, as a
     shell reports a SIGINT death) instead of reading forever."""
-    script = "import sys; from cb3.b3sum import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
+    script = "import sys; from cb3.cli.b3sum import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
     result = _interrupt([sys.executable, "-c", script, *argv], "ready")
     assert result.returncode == 130, result.stderr
     assert result.stdout.strip() == "ready"

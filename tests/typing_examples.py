@@ -173,6 +173,22 @@ def chunked_streams(key: bytes) -> int:
     return end
 
 
+def chunked_names() -> int:
+    """The format's names, and the Stream* names they had before (the same objects)."""
+    error: type[cb3.DecryptionError] = cb3.ChunkedError
+    truncated: type[cb3.ChunkedError] = cb3.ChunkedTruncatedError
+    header: type[cb3.ChunkedError] = cb3.ChunkedHeaderError
+    assert (error, truncated, header) == (cb3.StreamError, cb3.StreamTruncatedError, cb3.StreamHeaderError)
+    sizes: tuple[int, int, int, int] = (
+        cb3.CHUNKED_HEADER_SIZE,
+        cb3.CHUNKED_CHUNK_SIZE,
+        cb3.CHUNKED_MIN_CHUNK_SIZE,
+        cb3.CHUNKED_MAX_CHUNK_SIZE,
+    )
+    assert sizes == (cb3.STREAM_HEADER_SIZE, cb3.STREAM_CHUNK_SIZE, cb3.STREAM_MIN_CHUNK_SIZE, cb3.STREAM_MAX_CHUNK_SIZE)
+    return cb3.CHUNKED_HEADER_SIZE
+
+
 def blake3_module_spelling() -> str:
     hasher: cb3.blake3 = blake3.blake3(b"abc", max_threads=blake3.AUTO)
     assert isinstance(blake3.__version__, str)
@@ -192,6 +208,7 @@ def main() -> dict[str, object]:
     seen = errors(cipher, nonce)
     index = streams(key, nonce)
     assert chunked_streams(key) == 1004
+    assert chunked_names() == 27
     assert blake3_module_spelling() == cb3.hash(b"abc").hex()
     return {"constants": consts, "errors": seen, "index": index}
 

@@ -1,7 +1,7 @@
 """Typed signatures for the extension's callables, from cb3/_cb3.pyi.
 
 The C functions and methods carry their parameters (``__text_signature__``,
-cb3/_signatures.py) but no types; the stubs that mypy --strict checks have
+cb3/_loading/signatures.py) but no types; the stubs that mypy --strict checks have
 them. autodoc gets each extension callable's signature from the stub of the
 same name, so the reference shows the types the type checker enforces, from
 the one file that states them. Python functions keep their own annotations;

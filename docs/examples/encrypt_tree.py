@@ -60,7 +60,7 @@ def encrypt_tree_futures(executor: concurrent.futures.Executor, key: bytes, src_
 
 
 def decrypt_tree(executor: concurrent.futures.Executor, key: bytes, src_root: Path, dst_root: Path) -> int:
-    """Decrypts a tree that encrypt_tree_* wrote (StreamError if any file was changed)."""
+    """Decrypts a tree that encrypt_tree_* wrote (ChunkedError if any file was changed)."""
     triples = [(s, d.removesuffix(".cb3"), a.removesuffix(b".cb3")) for s, d, a in files_of(src_root, dst_root, "")]
     srcs, dsts, ads = zip(*triples)
     return sum(executor.map(decrypt_one, repeat(key), srcs, dsts, ads))
@@ -111,7 +111,7 @@ def measure(files: int, size: int, workers: int) -> list[dict[str, Any]]:
 
 
 def section(rows: list[dict[str, Any]], files: int, size: int, command: str) -> str:
-    from cb3.bench import _load_average, markers, stamp
+    from cb3.bench.targets import load_average as _load_average, markers, stamp
 
     begin, end = markers("at-scale")
     lines = [begin, stamp(command, _load_average()) + f"; a tree of {files} files of {size // 1024} KiB.", "",
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = args.page if args.page and not os.path.isabs(args.page) else Path(args.page or "PAGE").name
     text = section(rows, args.files, args.size, f"python docs/examples/encrypt_tree.py --page {shown}{options}")
     if args.page:
-        from cb3.bench import replace_section
+        from cb3.bench.targets import replace_section
 
         page = Path(args.page)
         page.write_text(replace_section(page.read_text(encoding="utf-8"), text, "at-scale"), encoding="utf-8")

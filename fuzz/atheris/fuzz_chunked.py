@@ -36,7 +36,7 @@ import atheris  # noqa: E402
 
 with atheris.instrument_imports(include=["cb3"]):
     import cb3  # noqa: E402
-    from cb3 import chunked as cb3_chunked  # noqa: E402
+    from cb3.chunked import fileio  # noqa: E402
 
 import fuzz_cb3  # noqa: E402  (its driver; sys.path[0] is this directory)
 import reference  # noqa: E402
@@ -116,7 +116,7 @@ def decrypt_between_files(data: bytes, aad: bytes, batch_bytes: int) -> bytes:
     src, dst = os.path.join(_FILES, "src"), os.path.join(_FILES, "dst")
     with open(src, "wb") as f:
         f.write(data)
-    saved, cb3_chunked.BATCH_BYTES_PER_THREAD = cb3_chunked.BATCH_BYTES_PER_THREAD, batch_bytes
+    saved, fileio.BATCH_BYTES_PER_THREAD = fileio.BATCH_BYTES_PER_THREAD, batch_bytes
     try:
         with open(dst, "wb") as sink:
             try:
@@ -126,7 +126,7 @@ def decrypt_between_files(data: bytes, aad: bytes, batch_bytes: int) -> bytes:
                 with open(dst, "rb") as written:
                     out = written.read()
     finally:
-        cb3_chunked.BATCH_BYTES_PER_THREAD = saved
+        fileio.BATCH_BYTES_PER_THREAD = saved
     return out
 
 

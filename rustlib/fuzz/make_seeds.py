@@ -1,5 +1,5 @@
 """Writes the seed corpora of the cargo-fuzz targets from the three
-ChaCha20-BLAKE3 test vectors (cb3/selftest.py), in the input layout of
+ChaCha20-BLAKE3 test vectors (cb3/cli/selftest.py), in the input layout of
 fuzz_targets/common/mod.rs:
 
     op: u8 | key: 32 | nonce: 24 | aad_len: u8 | aad | body_len: u16 le | body
@@ -15,7 +15,7 @@ import os
 import struct
 import sys
 
-from cb3.selftest import VECTORS
+from cb3.cli.selftest import VECTORS
 
 TARGETS = ("aead_contract", "stream_contract", "differential", "misc")
 

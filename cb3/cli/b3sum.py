@@ -1,14 +1,14 @@
-"""``b3sum`` on cb3: print or check BLAKE3 checksums (``python -m cb3.b3sum``).
+"""``b3sum`` on cb3: print or check BLAKE3 checksums (``python -m cb3.cli.b3sum``).
 
 Output, options and exit status follow the ``b3sum`` command of the BLAKE3
 project, so checkfiles move freely between the two::
 
-    python -m cb3.b3sum FILE...              # <64 hex digits>  FILE
-    python -m cb3.b3sum --length 64 FILE     # longer (extendable) output
-    python -m cb3.b3sum --keyed FILE < key   # keyed mode, the raw 32-byte key on stdin
-    python -m cb3.b3sum --derive-key CONTEXT FILE
-    python -m cb3.b3sum FILE... > sums && python -m cb3.b3sum --check sums
-    python -m cb3.b3sum --no-names --raw --num-threads 4 --tag --seek N --no-mmap --quiet
+    python -m cb3.cli.b3sum FILE...              # <64 hex digits>  FILE
+    python -m cb3.cli.b3sum --length 64 FILE     # longer (extendable) output
+    python -m cb3.cli.b3sum --keyed FILE < key   # keyed mode, the raw 32-byte key on stdin
+    python -m cb3.cli.b3sum --derive-key CONTEXT FILE
+    python -m cb3.cli.b3sum FILE... > sums && python -m cb3.cli.b3sum --check sums
+    python -m cb3.cli.b3sum --no-names --raw --num-threads 4 --tag --seek N --no-mmap --quiet
 
 With no FILE, or with ``-``, standard input is read. Regular files are
 memory-mapped and hashed on several threads (``--num-threads``; by default
@@ -17,7 +17,7 @@ than 256 MiB show a progress bar there. Exit status: 0 when every input was
 hashed (and, with ``--check``, matched), 1 otherwise, 2 for a usage error,
 130 after Ctrl-C (also while reading an endless file such as /dev/zero).
 
-The command is ``main(argv)``; ``cb3.__main__`` may dispatch to it.
+The command is ``main(argv)``; ``python -m cb3 b3sum`` (cb3/cli/__init__.py) dispatches to it.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Protocol, cast
 
-from . import __version__
-from .cli_files import stdout_went_away
-from .hash import blake3
+from .. import __version__
+from ..hashing import blake3
+from .files import stdout_went_away
 
 __all__ = ["main", "PROGRESS_MIN_SIZE"]
 

@@ -1,5 +1,5 @@
 """`python -m cb3 encrypt` / `decrypt` / `keygen`: files of any size in
-cb3's chunked stream format (cb3/chunked.py, docs/stream-format.md).
+cb3's chunked stream format (cb3/chunked/, docs/stream-format.md).
 
     python -m cb3 keygen -o KEY
     python -m cb3 encrypt --key-file KEY [-o OUT] [IN]
@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterator, Sequence
 
 import cb3
-from cb3.chunked import STREAM_CHUNK_SIZE, STREAM_MAX_CHUNK_SIZE, STREAM_MIN_CHUNK_SIZE, same_file
+from cb3.chunked import CHUNKED_CHUNK_SIZE, CHUNKED_MAX_CHUNK_SIZE, CHUNKED_MIN_CHUNK_SIZE, same_file
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -124,8 +124,8 @@ def _chunk_size(text: str) -> int:
         value = int(text, 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not STREAM_MIN_CHUNK_SIZE <= value <= STREAM_MAX_CHUNK_SIZE:
-        raise argparse.ArgumentTypeError(f"must be in {STREAM_MIN_CHUNK_SIZE}..{STREAM_MAX_CHUNK_SIZE}")
+    if not CHUNKED_MIN_CHUNK_SIZE <= value <= CHUNKED_MAX_CHUNK_SIZE:
+        raise argparse.ArgumentTypeError(f"must be in {CHUNKED_MIN_CHUNK_SIZE}..{CHUNKED_MAX_CHUNK_SIZE}")
     return value
 
 
@@ -166,8 +166,8 @@ def add_parser(subparsers: Any) -> None:
             parser.add_argument(
                 "--chunk-size",
                 type=_chunk_size,
-                default=STREAM_CHUNK_SIZE,
-                help=f"plaintext bytes per chunk (default {STREAM_CHUNK_SIZE})",
+                default=CHUNKED_CHUNK_SIZE,
+                help=f"plaintext bytes per chunk (default {CHUNKED_CHUNK_SIZE})",
             )
         parser.add_argument(
             "--threads", type=_threads, default=1, metavar="N", help="threads to use: a number or 'auto' (default 1)"
@@ -280,7 +280,7 @@ def _progress(args: argparse.Namespace, name: str, size: int | None) -> tuple[Ca
         return None, None
     if args.progress == "auto" and (size < PROGRESS_MIN_SIZE or not sys.stderr.isatty()):
         return None, None
-    from cb3.b3sum import _Progress
+    from .b3sum import _Progress
 
     bar = _Progress(name, size)
     return bar.update, bar
@@ -296,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as error:
         print(f"cb3 {command}: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except cb3.StreamError as error:
+    except cb3.ChunkedError as error:
         if args.streamed_to is None:
             where = "" if args.output == "-" else " (no output written)"
         elif command == "decrypt":

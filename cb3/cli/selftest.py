@@ -16,8 +16,8 @@ import sys
 import time
 from typing import Callable, NamedTuple
 
-from .aead import ChaCha20Blake3
-from .errors import DecryptionError
+from ..aead import ChaCha20Blake3
+from ..errors import DecryptionError
 
 __all__ = ["Vector", "VECTORS", "run", "add_parser", "command"]
 
@@ -109,7 +109,7 @@ def _median_seconds(call: Callable[[], object], budget: float = 0.05, rounds: in
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Registers ``python -m cb3 selftest`` (see cb3/__main__.py)."""
+    """Registers ``python -m cb3 selftest`` (see cb3/cli/__init__.py)."""
     parser = subparsers.add_parser(
         "selftest",
         help="what is installed, the known-answer tests, encrypt throughput (the default command)",
@@ -124,7 +124,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def command(args: argparse.Namespace) -> int:
     import cb3
     from cb3 import _cb3
-    from cb3.bench import cpu_name, human_size
+    from cb3.bench.calls import cpu_name, human_size
 
     print(f"cb3 {cb3.__version__} (rustlib {_cb3.version()})")
     print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")

@@ -1,5 +1,5 @@
 """The file rows of `python -m cb3 bench`: encrypting and decrypting a file
-end to end (cb3's chunked stream format, cb3/chunked.py) against
+end to end (cb3's chunked stream format, cb3/chunked/) against
 `encrypt_into` on the same bytes in memory, on 1 and 2 threads, beside
 PyNaCl's secretstream and Debian's `age` when installed; and the CLI's peak
 RSS on a multi-GiB sparse file.

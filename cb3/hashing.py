@@ -22,6 +22,8 @@ so one hasher may be shared between threads; the GIL is released for
 inputs (and outputs) of 2048 bytes or more.
 """
 
+import sys
+
 from ._cb3 import AUTO, BLAKE3_PARALLEL_MIN, blake3, derive_key, hash, keyed_hash, version
 
 __all__ = ["blake3", "hash", "keyed_hash", "derive_key", "BLAKE3_PARALLEL_MIN"]
@@ -40,9 +42,13 @@ blake3.AUTO = AUTO
 
 # blake3-py users write `from blake3 import blake3` or `import blake3` and
 # then `blake3.blake3(...)`. Both spellings port by changing the import:
-# `from cb3 import blake3`, or `import cb3.blake3 as blake3`, which gives the
-# attribute cb3.blake3, the class itself (see cb3/blake3.py); blake3-py's
-# module-level names are therefore class attributes too: blake3.blake3 and
-# blake3.__version__.
+# `from cb3 import blake3`, or `import cb3.blake3 as blake3`. The attribute
+# cb3.blake3 is the class itself, so blake3-py's module-level names are class
+# attributes too (blake3.blake3, blake3.AUTO, blake3.__version__), and the
+# class is registered as the module cb3.blake3, so that the import statement
+# finds it (cb3/blake3.pyi tells type checkers the same). No cb3/blake3.py
+# exists: a submodule of that name would be hidden by the class.
 blake3.blake3 = blake3
 blake3.__version__ = version()
+blake3.__all__ = ["AUTO", "blake3", "__version__"]  # the module's names: from cb3.blake3 import *
+sys.modules[f"{__package__}.blake3"] = blake3  # type: ignore[assignment]

@@ -1,0 +1,299 @@
+"""EncryptingWriter: plaintext in, the chunked format out (a write-only
+binary file), and ``_new_writer``, the same with the internal knobs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+from .. import _cb3
+from . import fileio
+from .format import CHUNKED_CHUNK_SIZE, CHUNKED_MAX_CHUNK_SIZE, CHUNKED_MIN_CHUNK_SIZE, PREFIX_SIZE, TAG_SIZE, encode_header
+
+__all__ = ["EncryptingWriter"]
+
+
+class EncryptingWriter(fileio.PlaintextFile):
+    """A write-only binary file that encrypts into ``file``, a binary file
+    object, in cb3's chunked format (docs/stream-format.md).
+
+    ``EncryptingWriter(file, key, *, associated_data=None,
+    chunk_size=cb3.CHUNKED_CHUNK_SIZE, max_threads=1)``
+
+    The header is written at once; chunks are written as they fill.
+    ``close()`` (or leaving a ``with`` block normally) seals the final chunk
+    and flushes ``file`` but does not close it. ``flush()`` flushes ``file``
+    but cannot force out a partial chunk (chunks have a fixed size).
+    ``max_threads=N`` or ``cb3.AUTO`` seals batches of chunks on several
+    threads; the bytes are the same.
+
+    The rule for an interrupted producer: the final chunk is never written
+    (the output then fails to decrypt with ChunkedTruncatedError instead of
+    passing for a complete, shorter stream) when the ``with`` block raises,
+    when ``close()`` is called while an exception raised since the writer was
+    made is propagating or being handled (a wrapper such as
+    ``io.TextIOWrapper``, ``io.BufferedWriter`` or ``contextlib.closing``
+    closing it on its way out of a failing ``with`` block, a ``finally:``
+    clause), when the writer or a wrapper of it is garbage-collected
+    unclosed, or after a write to ``file`` failed. ``finish()`` seals
+    explicitly, whatever is being handled. ``abort()`` never seals.
+
+    The writer belongs to the process that made it: it cannot be copied or
+    pickled, and in a ``fork()`` child it raises RuntimeError (both copies
+    would seal different data under the same nonces).
+    """
+
+    _instead_of_copying = (
+        "two copies would seal different data under the same nonces; create a new EncryptingWriter "
+        "(it picks a fresh nonce prefix)"
+    )
+
+    def __init__(
+        self,
+        file: fileio.WritableFile,
+        key: Buffer,
+        *,
+        associated_data: Buffer | None = None,
+        chunk_size: int = CHUNKED_CHUNK_SIZE,
+        max_threads: int = 1,
+    ) -> None:
+        self._start(file, key, associated_data, chunk_size, max_threads, None, False)
+
+    def _start(
+        self,
+        file: fileio.WritableFile,
+        key: Buffer,
+        associated_data: Buffer | None,
+        chunk_size: int,
+        max_threads: int,
+        nonce_prefix: bytes | None,
+        calling_thread: bool,
+    ) -> None:
+        """__init__, plus the two internal knobs (_new_writer): a fixed
+        nonce prefix (test vectors only) and sealing on the calling thread."""
+        self._file: fileio.Source = cast(Any, file)
+        self._sealed = True  # until the header is written: nothing to seal on close
+        self._pid = os.getpid()
+        # The exception being handled when the writer was made (usually
+        # None): closing while it is still being handled is no interruption.
+        self._handling_at_start: BaseException | None = sys.exc_info()[1]
+        self._finalizing = False
+        if not isinstance(chunk_size, int) or isinstance(chunk_size, bool):
+            raise TypeError("chunk_size must be an int")
+        if not CHUNKED_MIN_CHUNK_SIZE <= chunk_size <= CHUNKED_MAX_CHUNK_SIZE:
+            raise ValueError(f"chunk_size must be in {CHUNKED_MIN_CHUNK_SIZE}..{CHUNKED_MAX_CHUNK_SIZE}")
+        threads = fileio.thread_count(max_threads)
+        prefix = os.urandom(PREFIX_SIZE) if nonce_prefix is None else bytes(nonce_prefix)
+        if len(prefix) != PREFIX_SIZE:
+            raise ValueError(f"nonce prefix must be {PREFIX_SIZE} bytes")
+        header = encode_header(chunk_size, prefix)
+        # calling_thread: every seal runs on the thread that calls it
+        # (encrypt_file's workers), never on the pool.
+        self._chunked = _cb3.Chunked(key, header, associated_data, 1 if calling_thread else threads)
+        self._threads = threads
+        self._chunk_size = chunk_size
+        self._batch = fileio.batch_chunks(threads, chunk_size)
+        capacity = self._batch * chunk_size
+        self._pending = bytearray(capacity)
+        self._pending_view = memoryview(self._pending)
+        self._fill = 0
+        self._out = bytearray(capacity + self._batch * TAG_SIZE)
+        self._out_view = memoryview(self._out)
+        self._index = 0
+        self._position = 0
+        self._broken = False
+        fileio.write_all(file, memoryview(header))
+        self._sealed = False
+
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                "this cb3.EncryptingWriter was created in another process and cannot be used after fork(): parent "
+                "and child would both seal chunks under the same nonces, and two chunks under one nonce reveal "
+                "each other's plaintext; create a new EncryptingWriter (it picks a fresh nonce prefix) in this process"
+            )
+
+    def _seal(self, data: memoryview, last: bool) -> None:
+        """Seals `data` as the next chunks (the final one with `last`) and
+        writes them."""
+        self._check_process()
+        if self._broken:
+            raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
+        try:
+            n = self._chunked.seal_into(self._index, last, data, self._out)
+            fileio.write_all(self._file, self._out_view[:n])
+        except BaseException:
+            self._broken = True
+            raise
+        self._index += max(1, -(-len(data) // self._chunk_size))
+        if last:
+            self._sealed = True
+
+    # -- the file helpers' interface (files.py, pipelines.py): what
+    # encrypt_file needs besides the public methods, so that it never
+    # touches the writer's state itself.
+    @property
+    def _thread_count(self) -> int:
+        """max_threads as fileio.thread_count gave it (0: every usable core)."""
+        return self._threads
+
+    @property
+    def _batch_size(self) -> int:
+        """The plaintext bytes of one batch, as _seal takes it."""
+        return len(self._pending)
+
+    def _batch_sealer(self) -> tuple[_cb3.Chunked, int, int]:
+        """(the chunk sealer, the next chunk's index, the chunk size), for a
+        pipeline that seals the following chunks on its own threads; it
+        reports them with _sealed_elsewhere."""
+        return self._chunked, self._index, self._chunk_size
+
+    def _sealed_elsewhere(self, chunks: int) -> None:
+        """`chunks` chunks, the final one among them, were sealed and written
+        through _batch_sealer: the stream is complete."""
+        self._index += chunks
+        self._sealed = True
+
+    def write(self, data: Buffer) -> int:
+        """Encrypts ``data`` (any bytes-like object); returns len(data)."""
+        self._check_open()
+        self._check_process()
+        if self._broken:
+            raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
+        with memoryview(data) as raw:
+            view = raw.cast("B") if raw.format not in ("B", "b", "c") or raw.ndim != 1 else raw
+            total = len(view)
+            size, capacity = self._chunk_size, len(self._pending)
+            pos = 0
+            if self._fill:
+                take = min(capacity - self._fill, total)
+                self._pending_view[self._fill : self._fill + take] = view[:take]
+                self._fill += take
+                pos = take
+                if self._fill == capacity and pos < total:  # more follows: not the final chunk
+                    self._seal(self._pending_view, False)
+                    self._fill = 0
+            if pos < total and not self._fill:
+                # Seal whole chunks straight from the caller's buffer, keeping
+                # at least one byte back: the final chunk is sealed by close().
+                full = (total - pos - 1) // size
+                while full:
+                    count = min(full, self._batch)
+                    self._seal(view[pos : pos + count * size], False)
+                    pos += count * size
+                    full -= count
+                rest = total - pos
+                self._pending_view[:rest] = view[pos:]
+                self._fill = rest
+            self._position += total
+            return total
+
+    def flush(self) -> None:
+        """Flushes ``file``. A partial chunk stays buffered until more data or close()."""
+        self._check_open()
+        if getattr(self, "_aborting", False):
+            return  # abort(): leave the file alone
+        flush = getattr(self._file, "flush", None)
+        if flush is not None:
+            flush()
+
+    def _interrupted(self) -> bool:
+        """Whether a close() now is an interruption: a wrapper of the writer is
+        being garbage-collected, or an exception raised since the writer was
+        made is propagating or being handled."""
+        handling = sys.exc_info()[1]
+        return self._finalizing or (handling is not None and handling is not self._handling_at_start)
+
+    def _dealloc_warn(self, source: object) -> None:
+        # io's wrappers (TextIOWrapper, BufferedWriter) call this on the file
+        # they wrap just before closing it from their finalizer: a writer
+        # closed by the garbage collector is an interrupted one.
+        self._finalizing = True
+
+    def close(self) -> None:
+        """Seals the final chunk and flushes ``file`` (which stays open); but
+        see the class's rule: after an interruption it closes without sealing,
+        as abort() does."""
+        if self.closed:
+            return
+        if not self._sealed and self._interrupted():
+            self.abort()
+            return
+        self.finish()
+
+    def finish(self) -> None:
+        """Seals the final chunk, flushes ``file`` (which stays open) and
+        closes the writer, whatever exception is being handled: the explicit
+        way to complete a stream, e.g. from an ``except`` clause."""
+        if self.closed:
+            return
+        try:
+            if not self._sealed and not self._broken:
+                if self._fill:
+                    self._seal(self._pending_view[: self._fill], True)
+                else:
+                    # Nothing pending: an empty stream (one empty final chunk).
+                    # A non-empty stream always keeps its final chunk pending.
+                    self._seal(self._pending_view[:0], True)
+                flush = getattr(self._file, "flush", None)
+                if flush is not None:
+                    flush()
+        finally:
+            self._release()
+            super().close()
+
+    def abort(self) -> None:
+        """Closes without sealing the final chunk: the output will not
+        decrypt (ChunkedTruncatedError). Use when the data written so far must
+        not pass for a complete stream."""
+        if not self.closed:
+            self._sealed = self._aborting = True
+            self._release()
+            super().close()
+
+    def _release(self) -> None:
+        self._handling_at_start = None
+        if hasattr(self, "_pending_view"):  # not when __init__ failed
+            self._fill = 0
+            self._pending_view[:] = bytes(len(self._pending))  # wipe buffered plaintext
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.abort()
+        else:  # the block completed: an explicit end of the data
+            self.finish()
+
+    def __del__(self) -> None:
+        # Never seal from the garbage collector: an unclosed writer is an
+        # interrupted one.
+        try:
+            if not getattr(self, "_sealed", True):
+                self.abort()
+        except Exception:
+            pass
+
+
+def _new_writer(
+    file: fileio.WritableFile,
+    key: Buffer,
+    *,
+    associated_data: Buffer | None = None,
+    chunk_size: int = CHUNKED_CHUNK_SIZE,
+    max_threads: int = 1,
+    nonce_prefix: bytes | None = None,
+    calling_thread: bool = False,
+) -> EncryptingWriter:
+    """An EncryptingWriter with the internal knobs no public signature has:
+    `nonce_prefix` fixes the prefix (test vectors only: two streams under one
+    key and prefix share every nonce), `calling_thread` seals on the calling
+    thread only (encrypt_file's workers)."""
+    writer = EncryptingWriter.__new__(EncryptingWriter)
+    writer._start(file, key, associated_data, chunk_size, max_threads, nonce_prefix, calling_thread)
+    return writer
+
+
+# ---- reading ------------------------------------------------------------------
