@@ -25,32 +25,10 @@ from ._loading import signatures as _signatures
 _signatures.install(_cb3)  # before the names below are bound: signatures on every interpreter
 from ._cb3 import AUTO, GIL_THRESHOLD, HPY_ABI, simd_backend, version as _library_version
 from .aead import KEY_SIZE, NONCE_SIZE, TAG_SIZE, ChaCha20Blake3, Cipher, generate_key, generate_nonce
-from .errors import (
-    ChunkedError,
-    ChunkedHeaderError,
-    ChunkedTruncatedError,
-    DecryptionError,
-    InvalidTag,
-    KeystreamExhaustedError,
-    StreamError,
-    StreamHeaderError,
-    StreamTruncatedError,
-)
+from .errors import DecryptionError, InvalidTag, KeystreamExhaustedError
 from .stream import Stream
-from .chunked import (
-    CHUNKED_CHUNK_SIZE,
-    CHUNKED_HEADER_SIZE,
-    CHUNKED_MAX_CHUNK_SIZE,
-    CHUNKED_MIN_CHUNK_SIZE,
-    STREAM_CHUNK_SIZE,
-    STREAM_HEADER_SIZE,
-    STREAM_MAX_CHUNK_SIZE,
-    STREAM_MIN_CHUNK_SIZE,
-    DecryptingReader,
-    EncryptingWriter,
-    decrypt_file,
-    encrypt_file,
-)
+from . import chunked
+from .chunked import *  # noqa: F403 - cb3.chunked.__all__, below
 from . import chacha20  # the submodule cb3.chacha20
 from .hashing import blake3, derive_key, hash, keyed_hash
 
@@ -83,27 +61,9 @@ __all__ = [
     "__version__",
 ]
 
-# Encrypting data of any size (cb3/chunked/, docs/stream-format.md), and the
-# Stream* names the format's names had before (the same objects).
-__all__ += [
-    "EncryptingWriter",
-    "DecryptingReader",
-    "encrypt_file",
-    "decrypt_file",
-    "ChunkedError",
-    "ChunkedTruncatedError",
-    "ChunkedHeaderError",
-    "CHUNKED_CHUNK_SIZE",
-    "CHUNKED_HEADER_SIZE",
-    "CHUNKED_MIN_CHUNK_SIZE",
-    "CHUNKED_MAX_CHUNK_SIZE",
-    "StreamError",
-    "StreamTruncatedError",
-    "StreamHeaderError",
-    "STREAM_CHUNK_SIZE",
-    "STREAM_HEADER_SIZE",
-    "STREAM_MIN_CHUNK_SIZE",
-    "STREAM_MAX_CHUNK_SIZE",
-]
+# Encrypting data of any size (cb3/chunked/, docs/stream-format.md): the
+# writer, the reader, the file helpers, the format's constants and exceptions,
+# and the Stream*/STREAM_* names these had before (the same objects).
+__all__ += chunked.__all__
 
 __all__ += ["get_include", "get_library_dir", "get_libraries", "get_link_args"]

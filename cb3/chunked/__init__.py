@@ -39,6 +39,9 @@ from .format import (
     ChunkedError,
     ChunkedHeaderError,
     ChunkedTruncatedError,
+    StreamError,
+    StreamHeaderError,
+    StreamTruncatedError,
     decode_header,
     encode_header,
 )
@@ -59,8 +62,15 @@ __all__ = [
     "CHUNKED_CHUNK_SIZE",
     "CHUNKED_MIN_CHUNK_SIZE",
     "CHUNKED_MAX_CHUNK_SIZE",
+    "ChunkedError",
+    "ChunkedTruncatedError",
+    "ChunkedHeaderError",
+    # The names of earlier versions (the same objects).
     "STREAM_HEADER_SIZE",
     "STREAM_CHUNK_SIZE",
     "STREAM_MIN_CHUNK_SIZE",
     "STREAM_MAX_CHUNK_SIZE",
+    "StreamError",
+    "StreamTruncatedError",
+    "StreamHeaderError",
 ]

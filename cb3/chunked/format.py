@@ -13,19 +13,10 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import ChunkedError, ChunkedHeaderError, ChunkedTruncatedError
-
-__all__ = [
-    "CHUNKED_HEADER_SIZE",
-    "CHUNKED_CHUNK_SIZE",
-    "CHUNKED_MIN_CHUNK_SIZE",
-    "CHUNKED_MAX_CHUNK_SIZE",
-    "ChunkedError",
-    "ChunkedTruncatedError",
-    "ChunkedHeaderError",
-    "encode_header",
-    "decode_header",
-]
+# The format's exceptions, defined with every exception of cb3 in cb3/errors.py.
+from ..errors import ChunkedError as ChunkedError, ChunkedHeaderError as ChunkedHeaderError
+from ..errors import ChunkedTruncatedError as ChunkedTruncatedError, StreamError as StreamError
+from ..errors import StreamHeaderError as StreamHeaderError, StreamTruncatedError as StreamTruncatedError
 
 MAGIC = b"CB3STRM"
 VERSION = 1
@@ -48,7 +39,7 @@ STREAM_MAX_CHUNK_SIZE = CHUNKED_MAX_CHUNK_SIZE
 
 
 def encode_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
-    """The 27-byte stream header."""
+    """The 27-byte header of the chunked format."""
     return MAGIC + bytes([VERSION]) + struct.pack(">I", chunk_size) + bytes(nonce_prefix)
 
 
