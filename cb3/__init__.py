@@ -9,9 +9,10 @@ cb3.keyed_hash, cb3.derive_key: cb3/hashing.py) and the raw ChaCha ciphers
 (cb3.chacha20). Files of any size: cb3/chunked/.
 
 The package by layer: the library at the top (aead, stream, hashing,
-chacha20, errors, chunked/); the command line in cli/ (``python -m cb3``);
-the benchmarks in bench/; the tooling in tools/ (the C API's files: cb3.capi,
-and the self-test); what loading the extension needs in _loading/.
+chacha20, errors, chunked/, and capi: where the C API's header and library
+are); the command line in cli/ (``python -m cb3``, the self-test among its
+commands); the benchmarks in bench/; what loading the extension needs in
+_loading/.
 """
 
 from . import errors  # first: the extension loads its exception classes from it

@@ -49,6 +49,12 @@ from .pipelines import SourceChangedError
 from .reader import DecryptingReader
 from .writer import EncryptingWriter
 
+# The public classes are cb3.chunked's, as before the package was split: in
+# their reprs and in the API docs' cross-references (annotations).
+for _public in (EncryptingWriter, DecryptingReader, ReadableFile, WritableFile, SourceChangedError):
+    _public.__module__ = __name__
+del _public
+
 # The private hooks of the test vectors (a fixed nonce prefix): cb3.chunked._new_writer, ._encrypt_file.
 from .files import _encrypt_file
 from .writer import _new_writer
