@@ -156,4 +156,3 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m cb3 bench", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
-

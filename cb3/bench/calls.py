@@ -324,4 +324,3 @@ def report(results: list[Result]) -> str:
             ratio = f"{ours.seconds / result.seconds:6.2f}" if ours else "     -"
             lines.append(f"  {name:44} {result.seconds * 1e9:14.0f} ns {result.mb_per_s:10.0f} MB/s  ratio {ratio}")
     return "\n".join(lines)
-

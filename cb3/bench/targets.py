@@ -243,4 +243,3 @@ def write_files(path: str, file_size: str, sparse_size: str, rounds: int, direct
         return "\n".join([BEGIN_FILES, stamp(command, load) + ".", "", "```", rows, "```", END_FILES])
 
     return write_section(path, "--files-markdown", "files", options, produce)
-

@@ -80,7 +80,6 @@ def batch_chunks(threads: int, chunk_size: int) -> int:
     return max(1, BATCH_BYTES_PER_THREAD * workers(threads) // chunk_size)
 
 
-
 def read_full(source: Source, view: memoryview) -> int:
     """Fills `view` from `source` (retrying short reads, as pipes give);
     fewer bytes only at end of input."""

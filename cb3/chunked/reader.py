@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 from .. import _cb3
 from ..errors import DecryptionError
 from . import fileio
+from .fileio import ReadableFile
 from .format import CHUNKED_HEADER_SIZE, TAG_SIZE, ChunkedError, ChunkedTruncatedError, decode_header
 
 __all__ = ["DecryptingReader"]
@@ -23,10 +24,9 @@ _FAILED = (
 )
 
 
-
 class DecryptingReader(fileio.PlaintextFile):
     """A read-only binary file that decrypts ``file``, a binary file object
-    holding a cb3 stream (from its current position to its end).
+    holding cb3's chunked format (from its current position to its end).
 
     ``DecryptingReader(file, key, *, associated_data=None, max_threads=1)``
 
@@ -51,7 +51,7 @@ class DecryptingReader(fileio.PlaintextFile):
 
     def __init__(
         self,
-        file: fileio.ReadableFile,
+        file: ReadableFile,
         key: Buffer,
         *,
         associated_data: Buffer | None = None,
@@ -60,7 +60,7 @@ class DecryptingReader(fileio.PlaintextFile):
         self._start_reading(file, key, associated_data, max_threads, False)
 
     def _start_reading(
-        self, file: fileio.ReadableFile, key: Buffer, associated_data: Buffer | None, max_threads: int, calling_thread: bool
+        self, file: ReadableFile, key: Buffer, associated_data: Buffer | None, max_threads: int, calling_thread: bool
     ) -> None:
         """__init__, plus opening on the calling thread only (decrypt_file's workers)."""
         self._file: fileio.Source = cast(Any, file)
@@ -404,7 +404,7 @@ class DecryptingReader(fileio.PlaintextFile):
 
 
 def _new_reader(
-    file: fileio.ReadableFile,
+    file: ReadableFile,
     key: Buffer,
     *,
     associated_data: Buffer | None = None,

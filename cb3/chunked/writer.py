@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 from .. import _cb3
 from . import fileio
+from .fileio import WritableFile
 from .format import CHUNKED_CHUNK_SIZE, CHUNKED_MAX_CHUNK_SIZE, CHUNKED_MIN_CHUNK_SIZE, PREFIX_SIZE, TAG_SIZE, encode_header
 
 __all__ = ["EncryptingWriter"]
@@ -54,7 +55,7 @@ class EncryptingWriter(fileio.PlaintextFile):
 
     def __init__(
         self,
-        file: fileio.WritableFile,
+        file: WritableFile,
         key: Buffer,
         *,
         associated_data: Buffer | None = None,
@@ -65,7 +66,7 @@ class EncryptingWriter(fileio.PlaintextFile):
 
     def _start(
         self,
-        file: fileio.WritableFile,
+        file: WritableFile,
         key: Buffer,
         associated_data: Buffer | None,
         chunk_size: int,
@@ -278,7 +279,7 @@ class EncryptingWriter(fileio.PlaintextFile):
 
 
 def _new_writer(
-    file: fileio.WritableFile,
+    file: WritableFile,
     key: Buffer,
     *,
     associated_data: Buffer | None = None,
