@@ -1,4 +1,4 @@
-/* cb3._cb3.bench_reference: times the chacha20-blake3 crate itself (rustlib/src/bench.rs)
+/* cb3._cb3.bench_reference: times the chacha20-blake3 crate itself (rustlib/src/ffi/bench.rs)
  * for the raw-Rust column of `python -m cb3 bench`. */
 #include "cb3ext.h"
 

@@ -10,8 +10,8 @@
 
 mod common;
 
-use cb3::errors::cb3_result;
-use cb3::stream::*;
+use cb3::ffi::errors::cb3_result;
+use cb3::ffi::stream::*;
 use common::{crate_cipher, nonce_for, parse};
 use libfuzzer_sys::fuzz_target;
 
