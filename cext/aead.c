@@ -77,17 +77,17 @@ static cb3_result call(const cb3_aead *aead, method m, const call_args *a, cb3_o
     case ENCRYPT:
         return cb3_aead_encrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len, NULL);
     case DECRYPT:
-        return cb3_aead_decrypt_private(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len, NULL);
+        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, CB3_OUTPUT_MODE_PRIVATE, out->ptr, out->len, NULL);
     case ENCRYPT_DETACHED:
         return cb3_aead_encrypt_detached(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len,
                                          tag->ptr, tag->len);
     case DECRYPT_DETACHED:
-        return cb3_aead_decrypt_detached_private(aead, n, nn, a->data->ptr, a->data->len, a->tag->ptr, a->tag->len,
-                                                 ad, nad, out->ptr, out->len);
+        return cb3_aead_decrypt_detached(aead, n, nn, a->data->ptr, a->data->len, a->tag->ptr, a->tag->len,
+                                                 ad, nad, CB3_OUTPUT_MODE_PRIVATE, out->ptr, out->len);
     case ENCRYPT_INTO:
         return cb3_aead_encrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, buf, a->buf->len, written);
     case DECRYPT_INTO:
-        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, buf, a->buf->len, written);
+        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, CB3_OUTPUT_MODE_SHARED, buf, a->buf->len, written);
     case ENCRYPT_IN_PLACE:
         return cb3_aead_encrypt_in_place(aead, n, nn, buf, a->buf->len, ad, nad, tag->ptr, tag->len);
     case DECRYPT_IN_PLACE:

@@ -1,4 +1,4 @@
-/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/stream.rs). */
+/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/ffi/stream.rs). */
 #include "cb3ext.h"
 
 typedef struct {
@@ -36,12 +36,19 @@ done:
     return cb3_new_done(ctx, &set, owned, result);
 }
 
-/* cb3_stream_encrypt or cb3_stream_decrypt. */
-typedef cb3_result (*stream_op)(const cb3_stream *, const uint8_t *, size_t, const uint8_t *, size_t, uint8_t *,
-                                size_t, size_t *);
+/* cb3_stream_encrypt, or cb3_stream_decrypt into the new bytes object (an
+   output no one else sees yet: CB3_OUTPUT_MODE_PRIVATE). */
+static cb3_result stream_call(const cb3_stream *stream, int decrypt, const cb3_buffer *data, const cb3_buffer *aad,
+                              const cb3_output *out)
+{
+    if (decrypt)
+        return cb3_stream_decrypt(stream, data->ptr, data->len, aad->ptr, aad->len, CB3_OUTPUT_MODE_PRIVATE, out->ptr,
+                                  out->len, NULL);
+    return cb3_stream_encrypt(stream, data->ptr, data->len, aad->ptr, aad->len, out->ptr, out->len, NULL);
+}
 
 static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
-               stream_op op, int decrypt)
+               int decrypt)
 {
     HPy arg[2];
     HPy result = HPy_NULL;
@@ -61,7 +68,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     if (stream == NULL)
         goto done;
     cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
+    CB3_RUN(ctx, &set, data->len + aad->len, r, stream_call(stream, decrypt, data, aad, &out));
     if (cb3_raise(ctx, r, &(const cb3_given_lengths){.object = "cb3.Stream"}) < 0)
         goto done;
     result = cb3_output_finish(ctx, &out);
@@ -78,7 +85,7 @@ HPyDef_METH(Stream_encrypt, "encrypt", HPyFunc_KEYWORDS,
 static HPy Stream_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"encrypt", {"data", "associated_data", NULL}, 1, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_encrypt, 0);
+    return run(ctx, self, args, nargs, kwnames, &spec, 0);
 }
 
 HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
@@ -88,7 +95,7 @@ HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
 static HPy Stream_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"decrypt", {"data", "associated_data", NULL}, 1, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_decrypt_private, 1); /* output: a new bytes object */
+    return run(ctx, self, args, nargs, kwnames, &spec, 1);
 }
 
 HPyDef_GET(Stream_message_index, "message_index",

@@ -1,5 +1,6 @@
 //! The C ABI of the AEAD: the `cb3_aead` object and its `cb3_aead_*` functions.
 
+use std::ffi::c_uint;
 use std::ptr;
 use std::sync::Arc;
 
@@ -72,7 +73,7 @@ pub(crate) unsafe fn seal_combined(
 }
 
 /// Verifies and decrypts `ciphertext || tag` into `out`; returns the
-/// plaintext length. Shared by `cb3_aead_decrypt*` and `cb3_stream_decrypt*`.
+/// plaintext length. Shared by `cb3_aead_decrypt` and `cb3_stream_decrypt`.
 ///
 /// # Safety
 /// See `buffers`: valid `(ptr, len)` pairs.
@@ -132,6 +133,46 @@ unsafe fn tag_arg<'a>(tag: *const u8, tag_len: usize) -> Cb3Result<(&'a [u8; 32]
     // SAFETY: the caller's contract.
     let tag = unsafe { fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength) }?;
     Ok((tag, Raw::new(tag.as_ptr(), 32)?))
+}
+
+/// Who can see a decryption's output buffer while the call runs: the
+/// `output_mode` argument of `cb3_aead_decrypt`, `cb3_aead_decrypt_detached` and
+/// `cb3_stream_decrypt`. Any other value is refused with
+/// `CB3_RESULT_INVALID_ARGUMENT`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cb3_output_mode {
+    /// The caller's memory, which other threads or processes may read or
+    /// write during the call. Every ciphertext byte is read once, into a
+    /// private copy that is MACed and then decrypted into the output
+    /// (messages whose MAC input `aad || 8 || ct || 8` is at most 64 KiB are
+    /// staged on the stack or in a per-thread buffer, longer ones in a copy
+    /// as long as the message, freed before returning): plaintext reaches
+    /// the output only after the tag has verified, and what another thread
+    /// or process writes into the ciphertext during the call either fails the
+    /// tag or is not used. On failure the output is left as it was.
+    Shared = 0,
+    /// Memory that nothing else reads or writes during the call (the caller
+    /// has just allocated it and not yet shared it), in one pass: each piece
+    /// of the ciphertext is copied into a private piece buffer, MACed there
+    /// and decrypted from there into the output, without the message-long
+    /// copy. It writes unverified plaintext into the output, so on failure
+    /// the output is wiped (all zeros, for messages whose MAC input is over
+    /// 64 KiB; shorter ones are verified first and the output is left as it
+    /// was) and the caller must discard it. The Python package uses it for
+    /// the bytes objects it returns.
+    Private = 1,
+}
+
+/// The engine's `Output` for a `cb3_output_mode` value from C. C may pass any
+/// integer where an enum is expected, and a Rust enum holding an undeclared
+/// value is undefined behaviour, so the mode arrives as an integer.
+pub(crate) fn output_from_mode(code: c_uint) -> Cb3Result<Output> {
+    match code {
+        c if c == cb3_output_mode::Shared as c_uint => Ok(Output::Shared),
+        c if c == cb3_output_mode::Private as c_uint => Ok(Output::Private),
+        _ => Err(cb3_result::InvalidArgument),
+    }
 }
 
 /// Creates a cipher object holding a copy of `key`.
@@ -250,15 +291,16 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 
 /// Verifies and decrypts `ciphertext || tag` (as written by
 /// `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
-/// bytes. The tag is checked (in constant time) over the whole input before
-/// a single byte of `out` is written, so unverified plaintext is never
-/// released. Every ciphertext byte is read once, into a private copy that
-/// is MACed and then decrypted into `out` (messages whose MAC input
-/// `aad || 8 || ct || 8` is at most 64 KiB are staged on the stack or in a
-/// per-thread buffer, longer ones in a copy as long as the message, freed
-/// before returning): what another thread or process writes into `ciphertext` during
-/// the call either fails the tag or is not used. For a freshly allocated
-/// `out`, `cb3_aead_decrypt_private` skips the copy.
+/// bytes. Unverified plaintext is never released. With `CB3_OUTPUT_MODE_SHARED`
+/// the tag is checked (in constant time) over the whole input before a
+/// single byte of `out` is written: every ciphertext byte is read once, into
+/// a private copy that is MACed and then decrypted into `out` (messages
+/// whose MAC input `aad || 8 || ct || 8` is at most 64 KiB are staged on the
+/// stack or in a per-thread buffer, longer ones in a copy as long as the
+/// message, freed before returning), so what another thread or process
+/// writes into `ciphertext` during the call either fails the tag or is not
+/// used. For a freshly allocated `out`, `CB3_OUTPUT_MODE_PRIVATE` skips the copy
+/// and wipes `out` on failure (see `cb3_output_mode`).
 ///
 /// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
 /// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
@@ -266,6 +308,9 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 ///   NULL only if `ciphertext_len` is 0 (which then fails to decrypt).
 /// - `aad`, `aad_len`: the associated data given to the encryption. NULL
 ///   only if `aad_len` is 0.
+/// - `output_mode`: a `cb3_output_mode` value, who can see `out` during the call:
+///   `CB3_OUTPUT_MODE_SHARED` (any memory), or `CB3_OUTPUT_MODE_PRIVATE` (memory no
+///   one else uses: one pass, and `out` is wiped on failure).
 /// - `out`, `out_len`: the output buffer, `out_len` at least
 ///   `ciphertext_len - CB3_TAG_SIZE`. NULL only if that is 0. `out` may
 ///   start exactly at `ciphertext` (in-place decryption); any other overlap
@@ -281,12 +326,15 @@ pub unsafe extern "C" fn cb3_aead_encrypt(
 /// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
 /// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
 ///   exactly in place.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`, or
+///   `output_mode` is not a `cb3_output_mode`.
 /// - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
 ///
-/// On failure nothing is written: `out` and `*out_n` are left as they were
-/// (in place, the buffer still holds the ciphertext).
+/// On failure with `CB3_OUTPUT_MODE_SHARED` nothing is written: `out` and
+/// `*out_n` are left as they were (in place, the buffer still holds the
+/// ciphertext); with `CB3_OUTPUT_MODE_PRIVATE`, see `cb3_output_mode`.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cb3_aead_decrypt(
     aead: *const cb3_aead,
     nonce: *const u8,
@@ -295,30 +343,13 @@ pub unsafe extern "C" fn cb3_aead_decrypt(
     ciphertext_len: usize,
     aad: *const u8,
     aad_len: usize,
+    output_mode: c_uint,
     out: *mut u8,
     out_len: usize,
     out_n: *mut usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_combined's.
-    unsafe { decrypt_combined(aead, nonce, nonce_len, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared) }
-}
-
-/// `cb3_aead_decrypt` and `cb3_aead_decrypt_private`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn decrypt_combined(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-    output: Output,
 ) -> cb3_result {
     ffi_boundary(|| {
+        let output = output_from_mode(output_mode)?;
         // SAFETY: the C caller's contract (see cipher_and_nonce).
         let (aead, _, nonce) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         let (ciphertext, aad) = (Raw::new(ciphertext, ciphertext_len)?, Raw::new(aad, aad_len)?);
@@ -329,36 +360,6 @@ unsafe fn decrypt_combined(
         unsafe { store(out_n, written) };
         Ok(())
     })
-}
-
-/// `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
-/// the call (memory the caller has just allocated and not yet shared), in
-/// one pass: each piece of the ciphertext is copied into a private piece
-/// buffer, MACed there and decrypted from there into `out`. It writes unverified plaintext into `out`, so on
-/// failure `out` is wiped (all zeros, for messages whose MAC input is over
-/// 64 KiB; shorter ones are verified first and `out` is left as it was) and the
-/// caller must discard it. The Python package uses it for the bytes objects it
-/// returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
-/// otherwise.
-///
-/// `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
-/// long as the message, for MAC inputs over 64 KiB) so that plaintext
-/// reaches `out` only after the tag has verified, whoever else can see it.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt_private(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_combined's.
-    unsafe { decrypt_combined(aead, nonce, nonce_len, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private) }
 }
 
 /// Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
@@ -429,6 +430,8 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
 /// - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
 /// - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
 /// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+/// - `output_mode`: a `cb3_output_mode` value, who can see `plaintext_out` during the
+///   call (see `cb3_aead_decrypt`).
 /// - `plaintext_out`, `plaintext_out_len`: at least `ciphertext_len` bytes.
 ///   NULL only if `ciphertext_len` is 0. May start exactly at `ciphertext`
 ///   (in place); any other overlap with an input is refused.
@@ -441,10 +444,14 @@ pub unsafe extern "C" fn cb3_aead_encrypt_detached(
 /// - `CB3_RESULT_INSUFFICIENT_SIZE`: `plaintext_out_len < ciphertext_len`.
 /// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `plaintext_out` overlaps an input
 ///   other than exactly in place.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`, or
+///   `output_mode` is not a `cb3_output_mode`.
+/// - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
 ///
-/// On failure nothing is written: `plaintext_out` is left as it was.
+/// On failure with `CB3_OUTPUT_MODE_SHARED` nothing is written: `plaintext_out`
+/// is left as it was; with `CB3_OUTPUT_MODE_PRIVATE`, see `cb3_output_mode`.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cb3_aead_decrypt_detached(
     aead: *const cb3_aead,
     nonce: *const u8,
@@ -455,51 +462,12 @@ pub unsafe extern "C" fn cb3_aead_decrypt_detached(
     tag_len: usize,
     aad: *const u8,
     aad_len: usize,
+    output_mode: c_uint,
     plaintext_out: *mut u8,
     plaintext_out_len: usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_detached's.
-    unsafe { decrypt_detached(aead, nonce, nonce_len, ciphertext, ciphertext_len, tag, tag_len, aad, aad_len, plaintext_out, plaintext_out_len, Output::Shared) }
-}
-
-/// `cb3_aead_decrypt_detached` for a `plaintext_out` that nothing else
-/// reads or writes during the call, in one pass; on failure it is wiped (all
-/// zeros). See `cb3_aead_decrypt_private`.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt_detached_private(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    tag: *const u8,
-    tag_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    plaintext_out: *mut u8,
-    plaintext_out_len: usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_detached's.
-    unsafe { decrypt_detached(aead, nonce, nonce_len, ciphertext, ciphertext_len, tag, tag_len, aad, aad_len, plaintext_out, plaintext_out_len, Output::Private) }
-}
-
-/// `cb3_aead_decrypt_detached` and `cb3_aead_decrypt_detached_private`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn decrypt_detached(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    tag: *const u8,
-    tag_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    plaintext_out: *mut u8,
-    plaintext_out_len: usize,
-    output: Output,
 ) -> cb3_result {
     ffi_boundary(|| {
+        let output = output_from_mode(output_mode)?;
         // SAFETY: the C caller's contract (see cipher_and_nonce).
         let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
         // SAFETY: the C caller's contract: `tag` valid for `tag_len` bytes.

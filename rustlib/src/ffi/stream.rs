@@ -1,7 +1,8 @@
 //! The C ABI of the counter-nonce stream: the `cb3_stream_*` functions.
 
-use crate::ffi::aead::{open_combined, seal_combined};
-use crate::aead::Output;
+use crate::ffi::aead::{open_combined, output_from_mode, seal_combined};
+use std::ffi::c_uint;
+
 use crate::ffi::buffers::{fixed, store, Raw};
 use crate::ffi::errors::{cb3_result, ffi_boundary, ffi_boundary_or};
 use crate::ffi::object::{self, Object};
@@ -161,9 +162,10 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
 /// message index by one.
 ///
 /// - `stream`: a stream from `cb3_stream_new`. Not NULL.
-/// - `ciphertext`, `ciphertext_len`, `aad`, `aad_len`, `out`, `out_len`,
-///   `out_n`: as for `cb3_aead_decrypt` (same NULL, size and overlap rules;
-///   `out` may start exactly at `ciphertext`; `out_n` may be NULL).
+/// - `ciphertext`, `ciphertext_len`, `aad`, `aad_len`, `output_mode`, `out`,
+///   `out_len`, `out_n`: as for `cb3_aead_decrypt` (same NULL, size and
+///   overlap rules; `out` may start exactly at `ciphertext`; `out_n` may be
+///   NULL; `output_mode` a `cb3_output_mode`).
 ///
 /// Returns `CB3_RESULT_OK`, or:
 /// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match this message's
@@ -178,57 +180,29 @@ pub unsafe extern "C" fn cb3_stream_encrypt(
 /// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
 /// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
 ///   exactly in place.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`, or
+///   `output_mode` is not a `cb3_output_mode`.
+/// - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
 ///
-/// On failure nothing is written (`out` and `*out_n` are left as they were)
-/// and the message index does not move, so the right message can still be
-/// decrypted afterwards.
+/// On failure the message index does not move, so the right message can
+/// still be decrypted afterwards; with `CB3_OUTPUT_MODE_SHARED` nothing is
+/// written (`out` and `*out_n` are left as they were), with
+/// `CB3_OUTPUT_MODE_PRIVATE` `out` may have been wiped (see `cb3_output_mode`).
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cb3_stream_decrypt(
     stream: *const cb3_stream,
     ciphertext: *const u8,
     ciphertext_len: usize,
     aad: *const u8,
     aad_len: usize,
+    output_mode: c_uint,
     out: *mut u8,
     out_len: usize,
     out_n: *mut usize,
-) -> cb3_result {
-    // SAFETY: the caller's contract is stream_decrypt's.
-    unsafe { stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared) }
-}
-
-/// `cb3_stream_decrypt` for an `out` that nothing else reads or writes
-/// during the call, in one pass; on failure it is wiped (all zeros) and the
-/// index does not move. See `cb3_aead_decrypt_private`.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_stream_decrypt_private(
-    stream: *const cb3_stream,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-) -> cb3_result {
-    // SAFETY: the caller's contract is stream_decrypt's.
-    unsafe { stream_decrypt(stream, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn stream_decrypt(
-    stream: *const cb3_stream,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-    output: Output,
 ) -> cb3_result {
     ffi_boundary(|| {
+        let output = output_from_mode(output_mode)?;
         // SAFETY: the C caller's contract (a cb3_stream pointer or NULL).
         let stream = unsafe { object::get(stream) }?;
         let input = Raw::new(ciphertext, ciphertext_len)?;
