@@ -27,7 +27,6 @@ import io
 import os
 import queue
 import stat
-import struct
 import sys
 import tempfile
 import threading
@@ -95,27 +94,14 @@ Source = Any  # inside: the file objects are used duck-typed, as io does
 
 
 def encode_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
-    """The 27-byte stream header."""
-    return MAGIC + bytes([VERSION]) + struct.pack(">I", chunk_size) + bytes(nonce_prefix)
+    """The 27-byte stream header (rustlib's codec, cb3_chunked_header_encode)."""
+    return _cb3.chunked_header_encode(chunk_size, nonce_prefix)
 
 
 def decode_header(header: bytes) -> tuple[int, bytes]:
-    """(chunk_size, nonce_prefix) of a header, or StreamHeaderError."""
-    if len(header) < STREAM_HEADER_SIZE:
-        raise StreamHeaderError(
-            f"not a cb3 stream: {len(header)} bytes, shorter than the {STREAM_HEADER_SIZE}-byte header"
-        )
-    if header[:7] != MAGIC:
-        raise StreamHeaderError("not a cb3 stream: the input does not start with b'CB3STRM'")
-    if header[7] != VERSION:
-        raise StreamHeaderError(f"unsupported cb3 stream version {header[7]} (this cb3 reads version {VERSION})")
-    (chunk_size,) = struct.unpack(">I", header[8:12])
-    if not STREAM_MIN_CHUNK_SIZE <= chunk_size <= STREAM_MAX_CHUNK_SIZE:
-        raise StreamHeaderError(
-            f"invalid cb3 stream header: chunk size {chunk_size} is outside "
-            f"{STREAM_MIN_CHUNK_SIZE}..{STREAM_MAX_CHUNK_SIZE}"
-        )
-    return chunk_size, bytes(header[12:STREAM_HEADER_SIZE])
+    """(chunk_size, nonce_prefix) of a header, or StreamHeaderError (rustlib's
+    codec, cb3_chunked_header_decode, which names the rule it breaks)."""
+    return _cb3.chunked_header_decode(header)
 
 
 def usable_cores() -> int:

@@ -42,6 +42,7 @@
 /* The module's Python-level exception classes, loaded once at init. */
 extern HPyGlobal cb3_DecryptionError;
 extern HPyGlobal cb3_KeystreamExhaustedError;
+extern HPyGlobal cb3_StreamHeaderError;
 
 /* What the caller passed, so that messages can say what was wrong. Fields a
  * call does not have stay 0 (NULL, HPy_NULL). */
@@ -57,6 +58,9 @@ typedef struct {
     int os_error;            /* CB3_RESULT_IO_ERROR: the errno value, or 0 */
     HPy path;                /* CB3_RESULT_IO_ERROR: the file name (borrowed), or HPy_NULL */
     const char *invalid;     /* CB3_RESULT_INVALID_ARGUMENT: the rule the call's arguments broke, or NULL */
+    /* CB3_RESULT_INVALID_HEADER: the rule a stream header broke (a
+     * cb3.StreamHeaderError), or NULL (a ValueError, as cb3_chunked_new's) */
+    const cb3_chunked_header_fault *header_fault;
 } cb3_given_lengths;
 
 /* Sets the Python exception for a failed cb3 call: the only place where a
@@ -386,5 +390,7 @@ extern HPyDef cb3_hash_def;        /* hash.c */
 extern HPyDef cb3_keyed_hash_def;  /* hash.c */
 extern HPyDef cb3_derive_key_def;  /* hash.c */
 extern HPyDef cb3_hchacha20_def;   /* chacha20.c */
+extern HPyDef cb3_chunked_header_encode_def; /* chunked.c */
+extern HPyDef cb3_chunked_header_decode_def; /* chunked.c */
 
 #endif /* CB3EXT_H */

@@ -1,5 +1,5 @@
 /* cb3._cb3.Chunked: the chunk batches of cb3's encrypted file format, a thin
- * shell over cb3_chunked_* (rustlib/src/chunked.rs). Private: cb3/chunked.py
+ * shell over cb3_chunked_* (rustlib/src/ffi/chunked.rs). Private: cb3/chunked.py
  * (EncryptingWriter, DecryptingReader, encrypt_file, decrypt_file) does the
  * framing and is the public API. */
 #include "cb3ext.h"
@@ -101,6 +101,82 @@ static HPy Chunked_open_into_impl(HPyContext *ctx, HPy self, const HPy *args, si
 {
     static const cb3_argspec spec = {"open_into", {"first_index", "last", "data", "out", NULL}, 4, 0};
     return run(ctx, self, args, nargs, kwnames, &spec, cb3_chunked_open);
+}
+
+/* ---- the stream header: rustlib's one codec ---- */
+
+HPyDef_METH(cb3_chunked_header_encode_def, "chunked_header_encode", HPyFunc_KEYWORDS,
+            .doc = "chunked_header_encode(chunk_size, nonce_prefix)\n--\n\n"
+                   "The 27-byte header of cb3's encrypted file format (cb3_chunked_header_encode).")
+static HPy cb3_chunked_header_encode_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,
+                                              HPy kwnames)
+{
+    (void)self;
+    static const cb3_argspec spec = {"chunked_header_encode", {"chunk_size", "nonce_prefix", NULL}, 2, 0};
+#define CHUNK_SIZE_RANGE "in 64..16777216"
+    static const cb3_int_param chunk_size_param = {"chunk_size", 0, CHUNK_SIZE_RANGE};
+    HPy arg[2];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    cb3_output out = CB3_OUTPUT_INIT;
+    uint64_t chunk_size = 0;
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0 ||
+        cb3_arg_int(ctx, arg[0], &chunk_size_param, &chunk_size) < 0)
+        return HPy_NULL;
+    const cb3_buffer *prefix = cb3_borrow(ctx, &set, arg[1], "nonce_prefix", CB3_READ);
+    if (prefix == NULL || cb3_output_new(ctx, CB3_CHUNKED_HEADER_SIZE, &out) < 0)
+        goto done;
+    /* A chunk size beyond 32 bits is out of range too: Rust checks one that fits. */
+    cb3_result r = chunk_size > UINT32_MAX ? CB3_RESULT_INVALID_ARGUMENT
+                                           : cb3_chunked_header_encode(prefix->ptr, prefix->len, (uint32_t)chunk_size,
+                                                                       out.ptr, out.len);
+    const cb3_given_lengths given = {.nonce = prefix->len, .nonce_sizes = "15 bytes",
+                                     .invalid = "chunk_size must be " CHUNK_SIZE_RANGE};
+    if (cb3_raise(ctx, r, &given) < 0)
+        goto done;
+    result = cb3_output_finish(ctx, &out);
+done:
+    cb3_output_discard(&out);
+    cb3_release_all(ctx, &set);
+    return result;
+}
+
+HPyDef_METH(cb3_chunked_header_decode_def, "chunked_header_decode", HPyFunc_KEYWORDS,
+            .doc = "chunked_header_decode(header)\n--\n\n"
+                   "(chunk_size, nonce_prefix) of a stream header, from its first 27 bytes\n"
+                   "(cb3_chunked_header_decode); cb3.StreamHeaderError naming the rule it breaks.")
+static HPy cb3_chunked_header_decode_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,
+                                              HPy kwnames)
+{
+    (void)self;
+    static const cb3_argspec spec = {"chunked_header_decode", {"header", NULL}, 1, 0};
+    HPy arg[1];
+    HPy result = HPy_NULL;
+    cb3_borrowed set = {.count = 0};
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    const cb3_buffer *header = cb3_borrow(ctx, &set, arg[0], "header", CB3_READ);
+    if (header == NULL)
+        goto done;
+    uint8_t prefix[CB3_CHUNKED_PREFIX_SIZE];
+    uint32_t chunk_size = 0;
+    cb3_chunked_header_fault fault = {CB3_CHUNKED_HEADER_RULE_LENGTH, 0};
+    /* The first bytes of a stream: what follows the header is not its business. */
+    size_t len = header->len < CB3_CHUNKED_HEADER_SIZE ? header->len : CB3_CHUNKED_HEADER_SIZE;
+    cb3_result r = cb3_chunked_header_decode(header->ptr, len, prefix, sizeof prefix, &chunk_size, &fault);
+    if (cb3_raise(ctx, r, &(const cb3_given_lengths){.header_fault = &fault}) < 0)
+        goto done;
+    HPy items[2] = {HPyLong_FromSize_t(ctx, chunk_size),
+                    HPyBytes_FromStringAndSize(ctx, (const char *)prefix, sizeof prefix)};
+    if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
+        result = HPyTuple_FromArray(ctx, items, 2);
+    for (int i = 0; i < 2; i++) {
+        if (!HPy_IsNull(items[i]))
+            HPy_Close(ctx, items[i]);
+    }
+done:
+    cb3_release_all(ctx, &set);
+    return result;
 }
 
 CB3_TYPE_FIXES(Chunked, "cb3._cb3.Chunked", NULL)

@@ -8,6 +8,7 @@
 
 HPyGlobal cb3_DecryptionError;
 HPyGlobal cb3_KeystreamExhaustedError;
+HPyGlobal cb3_StreamHeaderError;
 
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 {
@@ -48,6 +49,31 @@ static int raise_global(HPyContext *ctx, HPyGlobal global, const char *message)
     HPyErr_SetString(ctx, type, message);
     HPy_Close(ctx, type);
     return -1;
+}
+
+/* A stream header that cb3_chunked_header_decode refused: cb3.StreamHeaderError
+ * saying which rule it broke, in the words of docs/stream-format.md. */
+static int raise_header_fault(HPyContext *ctx, const cb3_chunked_header_fault *fault)
+{
+    char message[200];
+    unsigned long long value = (unsigned long long)fault->value;
+    switch (fault->rule) {
+    case CB3_CHUNKED_HEADER_RULE_LENGTH:
+        snprintf(message, sizeof message, "not a cb3 stream: %llu bytes, shorter than the %d-byte header", value,
+                 CB3_CHUNKED_HEADER_SIZE);
+        break;
+    case CB3_CHUNKED_HEADER_RULE_MAGIC:
+        snprintf(message, sizeof message, "not a cb3 stream: the input does not start with b'CB3STRM'");
+        break;
+    case CB3_CHUNKED_HEADER_RULE_VERSION:
+        snprintf(message, sizeof message, "unsupported cb3 stream version %llu (this cb3 reads version %d)", value,
+                 CB3_CHUNKED_VERSION);
+        break;
+    default: /* CB3_CHUNKED_HEADER_RULE_CHUNK_SIZE */
+        snprintf(message, sizeof message, "invalid cb3 stream header: chunk size %llu is outside %d..%d", value,
+                 CB3_CHUNKED_MIN_CHUNK_SIZE, CB3_CHUNKED_MAX_CHUNK_SIZE);
+    }
+    return raise_global(ctx, cb3_StreamHeaderError, message);
 }
 
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given)
@@ -111,6 +137,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
             HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
         return -1;
     case CB3_RESULT_INVALID_HEADER:
+        if (given->header_fault)
+            return raise_header_fault(ctx, given->header_fault);
         return cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
     case CB3_RESULT_INVALID_ARGUMENT:
         if (given->invalid)

@@ -137,6 +137,8 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
     int status = load_exception(ctx, errors, "DecryptionError", &cb3_DecryptionError);
     if (status == 0)
         status = load_exception(ctx, errors, "KeystreamExhaustedError", &cb3_KeystreamExhaustedError);
+    if (status == 0)
+        status = load_exception(ctx, errors, "StreamHeaderError", &cb3_StreamHeaderError);
     HPy_Close(ctx, errors);
     if (status < 0)
         return -1;
@@ -166,9 +168,11 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 
 static HPyDef *module_defines[] = {
     &module_exec,        &version,           &simd_backend,      &cache_tuning,      &bench_reference,
-    &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def, NULL,
+    &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
+    &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
 };
-static HPyGlobal *module_globals[] = {&cb3_DecryptionError, &cb3_KeystreamExhaustedError, NULL};
+static HPyGlobal *module_globals[] = {&cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_StreamHeaderError,
+                                      NULL};
 
 static HPyModuleDef moduledef = {
     .doc = "cb3's HPy extension: ChaCha20-BLAKE3, BLAKE3 and ChaCha over the Rust core (rustlib). "

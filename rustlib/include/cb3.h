@@ -30,8 +30,9 @@
  * Rules for every function: inputs come before outputs; every buffer is
  * followed by its length; a pointer may be NULL only when its length is 0
  * (unless documented otherwise); outputs are written only when the function
- * returns CB3_RESULT_OK (the one documented exception: the errno detail of
- * CB3_RESULT_IO_ERROR), and an output may not overlap an input except
+ * returns CB3_RESULT_OK (the documented exceptions: the errno detail of
+ * CB3_RESULT_IO_ERROR and the fault detail of CB3_RESULT_INVALID_HEADER),
+ * and an output may not overlap an input except
  * where a function allows exact in-place operation; no pointer is kept
  * after a call returns; returned strings are static; no function allocates except the *_new and *_copy
  * functions (whose objects the matching *_free releases), cb3_blake3_update_mmap,
@@ -285,6 +286,29 @@ typedef enum cb3_result {
 } cb3_result;
 
 /**
+ * A rule of the stream header, in the order they are checked.
+ */
+typedef enum cb3_chunked_header_rule {
+  /**
+   * The header is `CB3_CHUNKED_HEADER_SIZE` (27) bytes.
+   */
+  CB3_CHUNKED_HEADER_RULE_LENGTH = 1,
+  /**
+   * It starts with the magic "CB3STRM".
+   */
+  CB3_CHUNKED_HEADER_RULE_MAGIC = 2,
+  /**
+   * Byte 7 is `CB3_CHUNKED_VERSION`.
+   */
+  CB3_CHUNKED_HEADER_RULE_VERSION = 3,
+  /**
+   * The chunk size is within `CB3_CHUNKED_MIN_CHUNK_SIZE` ..
+   * `CB3_CHUNKED_MAX_CHUNK_SIZE`.
+   */
+  CB3_CHUNKED_HEADER_RULE_CHUNK_SIZE = 4,
+} cb3_chunked_header_rule;
+
+/**
  * Which crate call `cb3_bench_reference` times.
  */
 typedef enum cb3_bench_mode {
@@ -391,6 +415,23 @@ typedef struct cb3_chunked cb3_chunked;
  * created it (`CB3_RESULT_FORKED` in a `fork()` child).
  */
 typedef struct cb3_stream cb3_stream;
+
+/**
+ * Why `cb3_chunked_header_decode` refused a header: its error detail with
+ * `CB3_RESULT_INVALID_HEADER`, so that a caller can say what is wrong.
+ */
+typedef struct cb3_chunked_header_fault {
+  /**
+   * The first rule the header breaks.
+   */
+  enum cb3_chunked_header_rule rule;
+  /**
+   * The value that breaks it: the length given (`..._LENGTH`), the
+   * version byte (`..._VERSION`), the chunk size (`..._CHUNK_SIZE`); 0
+   * for `..._MAGIC`.
+   */
+  uint64_t value;
+} cb3_chunked_header_fault;
 
 /**
  * The interrupt callback of `cb3_blake3_update_file`: returns 0 to go on,
@@ -838,22 +879,27 @@ enum cb3_result cb3_chunked_header_encode(const uint8_t *nonce_prefix,
  *   prefix; at least `CB3_CHUNKED_PREFIX_SIZE` bytes. May be NULL (then
  *   `nonce_prefix_out_len` must be 0) if the prefix is not wanted.
  * - `chunk_size_out`: receives the chunk size. May be NULL.
+ * - `fault_out`: an error detail, written only with
+ *   `CB3_RESULT_INVALID_HEADER`: which rule the header breaks, and the
+ *   value that breaks it. May be NULL.
  *
  * Returns `CB3_RESULT_OK`, or:
  * - `CB3_RESULT_INVALID_HEADER`: not a cb3 stream header: wrong length,
- *   magic or version, or a chunk size out of range. (The header is not
- *   authenticated until a chunk opens: a modified prefix or chunk size that
- *   is still in range is caught by `cb3_chunked_open`.)
+ *   magic or version, or a chunk size out of range (`*fault_out` says
+ *   which). (The header is not authenticated until a chunk opens: a
+ *   modified prefix or chunk size that is still in range is caught by
+ *   `cb3_chunked_open`.)
  * - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
  *   `CB3_RESULT_OVERLAPPING_BUFFERS`.
  *
- * On failure nothing is written.
+ * On failure nothing is written but `*fault_out`.
  */
 enum cb3_result cb3_chunked_header_decode(const uint8_t *header,
                                           size_t header_len,
                                           uint8_t *nonce_prefix_out,
                                           size_t nonce_prefix_out_len,
-                                          uint32_t *chunk_size_out);
+                                          uint32_t *chunk_size_out,
+                                          struct cb3_chunked_header_fault *fault_out);
 
 /**
  * Creates the object that seals and opens the chunks of one stream.
@@ -862,7 +908,9 @@ enum cb3_result cb3_chunked_header_decode(const uint8_t *header,
  * - `header`, `header_len`: the stream's header (`cb3_chunked_header_encode`
  *   for a new stream; the first 27 bytes of a stream being read). Not
  *   NULL. It gives the chunk size and nonce prefix and is authenticated
- *   with every chunk.
+ *   with every chunk: the object keeps these exact bytes, which is why it
+ *   takes the header and not its parsed fields, and parses them with
+ *   `cb3_chunked_header_decode`'s parser.
  * - `aad`, `aad_len`: the caller's associated data, authenticated with
  *   every chunk after the header. NULL only if `aad_len` is 0. Copied.
  * - `max_threads`: threads for a batch of chunks (0 = one per core, 1 = the

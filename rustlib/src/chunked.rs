@@ -24,6 +24,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::aead::{open, seal, Output, CB3_TAG_SIZE};
 use crate::ffi::buffers::Source;
+use crate::ffi::chunked::{cb3_chunked_header_fault, cb3_chunked_header_rule};
 use crate::ffi::errors::{cb3_result, Cb3Result};
 use crate::parallel::{self, LazyPool};
 
@@ -69,11 +70,26 @@ impl Header {
     /// The header in `bytes`, or `InvalidHeader` if it is not a version-1
     /// header with a chunk size in range.
     pub fn decode(bytes: &[u8]) -> Cb3Result<Self> {
-        if bytes.len() != CB3_CHUNKED_HEADER_SIZE || &bytes[..7] != MAGIC || bytes[7] != CB3_CHUNKED_VERSION {
-            return Err(cb3_result::InvalidHeader);
+        Self::parse(bytes).map_err(|_| cb3_result::InvalidHeader)
+    }
+
+    /// The header in `bytes`, or the first rule it breaks (checked in the
+    /// order length, magic, version, chunk size) with the value that breaks it.
+    pub fn parse(bytes: &[u8]) -> Result<Self, cb3_chunked_header_fault> {
+        let fault = |rule, value| Err(cb3_chunked_header_fault { rule, value });
+        if bytes.len() != CB3_CHUNKED_HEADER_SIZE {
+            return fault(cb3_chunked_header_rule::Length, bytes.len() as u64);
+        }
+        if &bytes[..7] != MAGIC {
+            return fault(cb3_chunked_header_rule::Magic, 0);
+        }
+        if bytes[7] != CB3_CHUNKED_VERSION {
+            return fault(cb3_chunked_header_rule::Version, bytes[7].into());
         }
         let chunk_size = u32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        check_chunk_size(chunk_size).map_err(|_| cb3_result::InvalidHeader)?;
+        if check_chunk_size(chunk_size).is_err() {
+            return fault(cb3_chunked_header_rule::ChunkSize, chunk_size.into());
+        }
         let mut nonce_prefix = [0u8; CB3_CHUNKED_PREFIX_SIZE];
         nonce_prefix.copy_from_slice(&bytes[12..]);
         Ok(Header { chunk_size, nonce_prefix })
@@ -287,6 +303,31 @@ mod tests {
             assert_eq!(Header::decode(&bad), Err(cb3_result::InvalidHeader), "byte {at}");
         }
         assert_eq!(Header::decode(&bytes[..26]), Err(cb3_result::InvalidHeader));
+    }
+
+    #[test]
+    fn parse_names_the_rule_that_failed() {
+        use cb3_chunked_header_rule::*;
+        let bytes = Header { chunk_size: 1024, nonce_prefix: [3; 15] }.encode();
+        let with = |at: usize, value: &[u8]| {
+            let mut bad = bytes;
+            bad[at..at + value.len()].copy_from_slice(value);
+            Header::parse(&bad).map_err(|f| (f.rule, f.value))
+        };
+        let parse = |bytes: &[u8]| Header::parse(bytes).map_err(|f| (f.rule, f.value));
+        assert_eq!(parse(&bytes[..26]), Err((Length, 26)));
+        assert_eq!(parse(&[bytes.as_slice(), b"x"].concat()), Err((Length, 28)));
+        assert_eq!(parse(&[]), Err((Length, 0)));
+        assert_eq!(with(0, b"X"), Err((Magic, 0)));
+        assert_eq!(with(7, &[2]), Err((Version, 2)));
+        assert_eq!(with(8, &63u32.to_be_bytes()), Err((ChunkSize, 63)));
+        assert_eq!(with(8, &((1u32 << 24) + 1).to_be_bytes()), Err((ChunkSize, (1 << 24) + 1)));
+        // The first rule broken is the one named: a bad magic before a bad version.
+        let mut both = bytes;
+        both[0] = b'X';
+        both[7] = 9;
+        assert_eq!(parse(&both), Err((Magic, 0)));
+        assert_eq!(with(8, &64u32.to_be_bytes()).map(|h| h.chunk_size), Ok(64));
     }
 
     #[test]

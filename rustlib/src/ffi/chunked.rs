@@ -12,6 +12,34 @@ impl Object for cb3_chunked {
     const NAME: &'static str = "cb3_chunked";
 }
 
+/// A rule of the stream header, in the order they are checked.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cb3_chunked_header_rule {
+    /// The header is `CB3_CHUNKED_HEADER_SIZE` (27) bytes.
+    Length = 1,
+    /// It starts with the magic "CB3STRM".
+    Magic = 2,
+    /// Byte 7 is `CB3_CHUNKED_VERSION`.
+    Version = 3,
+    /// The chunk size is within `CB3_CHUNKED_MIN_CHUNK_SIZE` ..
+    /// `CB3_CHUNKED_MAX_CHUNK_SIZE`.
+    ChunkSize = 4,
+}
+
+/// Why `cb3_chunked_header_decode` refused a header: its error detail with
+/// `CB3_RESULT_INVALID_HEADER`, so that a caller can say what is wrong.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct cb3_chunked_header_fault {
+    /// The first rule the header breaks.
+    pub rule: cb3_chunked_header_rule,
+    /// The value that breaks it: the length given (`..._LENGTH`), the
+    /// version byte (`..._VERSION`), the chunk size (`..._CHUNK_SIZE`); 0
+    /// for `..._MAGIC`.
+    pub value: u64,
+}
+
 fn flag(last: u32) -> Cb3Result<bool> {
     match last {
         0 => Ok(false),
@@ -69,16 +97,20 @@ pub unsafe extern "C" fn cb3_chunked_header_encode(
 ///   prefix; at least `CB3_CHUNKED_PREFIX_SIZE` bytes. May be NULL (then
 ///   `nonce_prefix_out_len` must be 0) if the prefix is not wanted.
 /// - `chunk_size_out`: receives the chunk size. May be NULL.
+/// - `fault_out`: an error detail, written only with
+///   `CB3_RESULT_INVALID_HEADER`: which rule the header breaks, and the
+///   value that breaks it. May be NULL.
 ///
 /// Returns `CB3_RESULT_OK`, or:
 /// - `CB3_RESULT_INVALID_HEADER`: not a cb3 stream header: wrong length,
-///   magic or version, or a chunk size out of range. (The header is not
-///   authenticated until a chunk opens: a modified prefix or chunk size that
-///   is still in range is caught by `cb3_chunked_open`.)
+///   magic or version, or a chunk size out of range (`*fault_out` says
+///   which). (The header is not authenticated until a chunk opens: a
+///   modified prefix or chunk size that is still in range is caught by
+///   `cb3_chunked_open`.)
 /// - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
 ///   `CB3_RESULT_OVERLAPPING_BUFFERS`.
 ///
-/// On failure nothing is written.
+/// On failure nothing is written but `*fault_out`.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_chunked_header_decode(
     header: *const u8,
@@ -86,6 +118,7 @@ pub unsafe extern "C" fn cb3_chunked_header_decode(
     nonce_prefix_out: *mut u8,
     nonce_prefix_out_len: usize,
     chunk_size_out: *mut u32,
+    fault_out: *mut cb3_chunked_header_fault,
 ) -> cb3_result {
     ffi_boundary(|| {
         if header.is_null() {
@@ -94,7 +127,11 @@ pub unsafe extern "C" fn cb3_chunked_header_decode(
         let input = Raw::new(header, header_len)?;
         // SAFETY: the C caller's contract: `header_len` readable bytes at
         // `header`, not NULL.
-        let parsed = Header::decode(unsafe { input.as_slice() })?;
+        let parsed = Header::parse(unsafe { input.as_slice() }).map_err(|fault| {
+            // SAFETY: the contract: `fault_out` is NULL or valid for a write.
+            unsafe { store(fault_out, fault) };
+            cb3_result::InvalidHeader
+        })?;
         let prefix_out = Raw::new(nonce_prefix_out, nonce_prefix_out_len)?;
         if !nonce_prefix_out.is_null() {
             if nonce_prefix_out_len < CB3_CHUNKED_PREFIX_SIZE {
@@ -118,7 +155,9 @@ pub unsafe extern "C" fn cb3_chunked_header_decode(
 /// - `header`, `header_len`: the stream's header (`cb3_chunked_header_encode`
 ///   for a new stream; the first 27 bytes of a stream being read). Not
 ///   NULL. It gives the chunk size and nonce prefix and is authenticated
-///   with every chunk.
+///   with every chunk: the object keeps these exact bytes, which is why it
+///   takes the header and not its parsed fields, and parses them with
+///   `cb3_chunked_header_decode`'s parser.
 /// - `aad`, `aad_len`: the caller's associated data, authenticated with
 ///   every chunk after the header. NULL only if `aad_len` is 0. Copied.
 /// - `max_threads`: threads for a batch of chunks (0 = one per core, 1 = the
