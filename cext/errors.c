@@ -76,9 +76,9 @@ static int raise_header_fault(HPyContext *ctx, const cb3_chunked_header_fault *f
     return raise_global(ctx, cb3_StreamHeaderError, message);
 }
 
-int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given)
+int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given)
 {
-    static const cb3_given_lengths nothing = {0, 0, 0};
+    static const cb3_error_context nothing = {.key = 0};
     if (given == NULL)
         given = &nothing;
     switch (result) {
@@ -152,49 +152,4 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
                           cb3_result_message(result));
     }
-}
-
-/* CPython 3.11's messages, for objects without a __dict__. */
-int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property)
-{
-    if (!HPyUnicode_Check(ctx, name))
-        return cb3_raisef(ctx, ctx->h_TypeError, "attribute name must be string, not '%s'",
-                          cb3_type_name(ctx, name));
-    HPy_ssize_t size;
-    const char *text = HPyUnicode_AsUTF8AndSize(ctx, name, &size);
-    if (text == NULL)
-        return -1;
-    if (property != NULL && strcmp(property, text) == 0)
-        return cb3_raisef(ctx, ctx->h_AttributeError, "attribute '%s' of '%s' objects is not writable", text,
-                          type_name);
-    HPy type = HPy_Type(ctx, self);
-    int known = HPy_HasAttr(ctx, type, name);
-    HPy_Close(ctx, type);
-    if (known)
-        return cb3_raisef(ctx, ctx->h_AttributeError, "'%s' object attribute '%s' is read-only", type_name, text);
-    return cb3_raisef(ctx, ctx->h_AttributeError, "'%s' object has no attribute '%s'", type_name, text);
-}
-
-int cb3_refuse_subclass(HPyContext *ctx, const char *type_name)
-{
-    return cb3_raisef(ctx, ctx->h_TypeError, "type '%s' is not an acceptable base type", type_name);
-}
-
-int cb3_refuse_pickle(HPyContext *ctx, const char *type_name)
-{
-    /* copyreg's "cannot pickle 'X' object", plus what to do instead: the
-     * object holds key material or secret-dependent state that must not be
-     * serialised by accident (multiprocessing pickles every argument). */
-    const char *hint = strcmp(type_name, "cb3.blake3") == 0
-                           ? "hash in the worker (or send it the data or the digest); for keyed hashing pass the key "
-                             "to the worker and build the hasher there"
-                           : "pass the key to the worker and build the cipher there";
-    return cb3_raisef(ctx, ctx->h_TypeError, "cannot pickle '%s' object: %s", type_name, hint);
-}
-
-const void *cb3_require_initialized(HPyContext *ctx, const void *inner)
-{
-    if (inner == NULL)
-        cb3_raisef(ctx, ctx->h_TypeError, "this cb3 object was not initialized: create it by calling its class");
-    return inner;
 }
