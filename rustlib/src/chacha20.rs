@@ -1,4 +1,4 @@
-//! The raw ChaCha stream cipher family (`cb3_chacha_*`, `cb3_hchacha20`):
+//! The raw ChaCha stream cipher family (C ABI: `ffi::chacha20`):
 //! ChaCha20/12/8 with the nonce length choosing the variant.
 //!
 //! | nonce    | variant                          | block counter               |

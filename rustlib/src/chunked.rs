@@ -1,4 +1,4 @@
-//! `cb3_chunked_*`: the chunk-level functions of cb3's encrypted file format
+//! The chunk-level engine of cb3's encrypted file format (C ABI: `ffi::chunked`)
 //! (docs/stream-format.md), STREAM (Hoang, Reyhanitabar, Rogaway, Vizár,
 //! CRYPTO 2015) over ChaCha20-BLAKE3, laid out as age v1 and Tink do.
 //!

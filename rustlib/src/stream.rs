@@ -1,4 +1,4 @@
-//! `cb3_stream_*`: a sequence of ChaCha20-BLAKE3 messages under one key with
+//! The counter-nonce stream (C ABI: `ffi::stream`): ChaCha20-BLAKE3 messages under one key with
 //! counter nonces, the same schedule as the Ruby gem `chacha20blake3`.
 //!
 //! Message `i` uses the nonce `nonce[0..16] || le64(le64(nonce[16..24]) + i mod 2^64)`,
@@ -12,7 +12,7 @@
 //! dropped (there is no end-of-stream marker).
 //!
 //! A stream works only in the process that created it: in a `fork()` child
-//! every call fails with `CB3_RESULT_FORKED` (see `object.rs`), since parent
+//! every call fails with `CB3_RESULT_FORKED` (see `ffi/object.rs`), since parent
 //! and child would otherwise encrypt under the same message nonces.
 
 use std::sync::atomic::{AtomicU64, Ordering};
