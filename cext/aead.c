@@ -237,8 +237,6 @@ CB3_AEAD_METHOD(decrypt_in_place, DECRYPT_IN_PLACE,
                 "raises cb3.DecryptionError and leaves buf unchanged.",
                 {"nonce", "buf", "tag", "associated_data", NULL}, 3, 0)
 
-CB3_TYPE_FIXES(Cipher, "cb3.ChaCha20Blake3", NULL)
-
 static HPyDef *Cipher_defines[] = {
     &Cipher_new,
     &Cipher_destroy,
@@ -250,7 +248,7 @@ static HPyDef *Cipher_defines[] = {
     &Cipher_decrypt_into,
     &Cipher_encrypt_in_place,
     &Cipher_decrypt_in_place,
-    CB3_TYPE_FIXES_DEFS(Cipher) NULL,
+    CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_ChaCha20Blake3_spec = {

@@ -340,7 +340,7 @@ static inline const void *cb3_field_or_null(const void *object, size_t offset)
     return object ? *(const void *const *)((const char *)object + offset) : NULL;
 }
 
-/* ---- PyPy: making HPy types behave like CPython's ----
+/* ---- PyPy: making HPy types behave like CPython's (types.c) ----
  *
  * PyPy 7.3.19's HPy (_hpy_universal) turns an HPyType_Spec into an ordinary
  * heap type, so its instances behave unlike CPython's in three ways:
@@ -351,16 +351,15 @@ static inline const void *cb3_field_or_null(const void *object, size_t offset)
  *   - the type can be subclassed although HPy_TPFLAGS_BASETYPE is not set;
  *   - pickle and copy accept the objects: copyreg does not see the C struct
  *     and pickles an empty shell, where CPython raises TypeError.
- * CB3_TYPE_FIXES(prefix, "module.Type", property) defines methods that
- * restore CPython's behaviour: __setattr__ and __delattr__ (AttributeError
- * with CPython's messages; `property` names the type's read-only property,
- * or is NULL), __init_subclass__ (a TypeError; PyPy calls it without an
- * instance, so the message is PyPy's "descriptor '__init_subclass__' ...
- * needs an argument", not CPython's "not an acceptable base type"),
- * __reduce_ex__ and __reduce__ (TypeError "cannot pickle ...").
- * CB3_TYPE_FIXES_DEFS(prefix) lists them in the type's defines. On CPython,
- * which needs none of the rest (CFLAGS=-DCB3_TYPE_FIXES_ON=1 compiles it
- * there too, for testing), only __reduce_ex__ and __reduce__ remain: they
+ * types.c defines methods, shared by every type, that restore CPython's
+ * behaviour: __setattr__ and __delattr__ (AttributeError with CPython's
+ * messages, naming the type's read-only property), __init_subclass__ (a
+ * TypeError; PyPy calls it without an instance, so the message is PyPy's
+ * "descriptor '__init_subclass__' ... needs an argument", not CPython's "not
+ * an acceptable base type"), __reduce_ex__ and __reduce__ (TypeError "cannot
+ * pickle ..."). CB3_TYPE_FIXES_DEFS lists them in each type's defines. On
+ * CPython, which needs none of the rest (CFLAGS=-DCB3_TYPE_FIXES_ON=1 compiles
+ * it there too, for testing), only __reduce_ex__ and __reduce__ remain: they
  * replace copyreg's bare "cannot pickle" with one that says what to do. */
 #if !defined(CB3_TYPE_FIXES_ON)
 #if defined(PYPY_VERSION)
@@ -370,66 +369,18 @@ static inline const void *cb3_field_or_null(const void *object, size_t offset)
 #endif
 #endif
 
-/* The shared bodies; each sets an exception and returns -1. */
-int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property);
-int cb3_refuse_subclass(HPyContext *ctx, const char *type_name);
-int cb3_refuse_pickle(HPyContext *ctx, const char *type_name);
-
-/* Pickling and copying: refused on every interpreter, with a message that
- * says what to do instead (cb3_refuse_pickle). */
-#define CB3_NO_PICKLE(prefix, type_name)                                                                      \
-    HPyDef_METH(prefix##_reduce_ex, "__reduce_ex__", HPyFunc_O,                                              \
-                .doc = "Refuses pickling and copying, as on CPython.")                                       \
-    static HPy prefix##_reduce_ex_impl(HPyContext *ctx, HPy self, HPy protocol)                              \
-    {                                                                                                        \
-        (void)self, (void)protocol;                                                                          \
-        cb3_refuse_pickle(ctx, type_name);                                                                   \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_reduce, "__reduce__", HPyFunc_NOARGS,                                               \
-                .doc = "Refuses pickling and copying, as on CPython.")                                       \
-    static HPy prefix##_reduce_impl(HPyContext *ctx, HPy self)                                               \
-    {                                                                                                        \
-        (void)self;                                                                                          \
-        cb3_refuse_pickle(ctx, type_name);                                                                   \
-        return HPy_NULL;                                                                                     \
-    }
-
+extern HPyDef cb3_setattr_def, cb3_delattr_def, cb3_init_subclass_def, cb3_reduce_ex_def, cb3_reduce_def;
 #if CB3_TYPE_FIXES_ON
-#define CB3_TYPE_FIXES(prefix, type_name, property)                                                          \
-    HPyDef_METH(prefix##_setattr, "__setattr__", HPyFunc_VARARGS,                                            \
-                .doc = "Implement setattr(self, name, value): refused, as on CPython.")                      \
-    static HPy prefix##_setattr_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs)               \
-    {                                                                                                        \
-        if (nargs != 2)                                                                                      \
-            cb3_raisef(ctx, ctx->h_TypeError, "expected 2 arguments, got %zu", nargs);                       \
-        else                                                                                                 \
-            cb3_refuse_setattr(ctx, self, args[0], type_name, property);                                     \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_delattr, "__delattr__", HPyFunc_O,                                                  \
-                .doc = "Implement delattr(self, name): refused, as on CPython.")                             \
-    static HPy prefix##_delattr_impl(HPyContext *ctx, HPy self, HPy name)                                    \
-    {                                                                                                        \
-        cb3_refuse_setattr(ctx, self, name, type_name, property);                                            \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_init_subclass, "__init_subclass__", HPyFunc_KEYWORDS,                               \
-                .doc = "Refuses subclasses, as on CPython.")                                                 \
-    static HPy prefix##_init_subclass_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,         \
-                                           HPy kwnames)                                                      \
-    {                                                                                                        \
-        (void)self, (void)args, (void)nargs, (void)kwnames;                                                  \
-        cb3_refuse_subclass(ctx, type_name);                                                                 \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    CB3_NO_PICKLE(prefix, type_name)
-#define CB3_TYPE_FIXES_DEFS(prefix) \
-    &prefix##_setattr, &prefix##_delattr, &prefix##_init_subclass, &prefix##_reduce_ex, &prefix##_reduce,
+#define CB3_TYPE_FIXES_DEFS \
+    &cb3_setattr_def, &cb3_delattr_def, &cb3_init_subclass_def, &cb3_reduce_ex_def, &cb3_reduce_def,
 #else
-#define CB3_TYPE_FIXES(prefix, type_name, property) CB3_NO_PICKLE(prefix, type_name)
-#define CB3_TYPE_FIXES_DEFS(prefix) &prefix##_reduce_ex, &prefix##_reduce,
+#define CB3_TYPE_FIXES_DEFS &cb3_reduce_ex_def, &cb3_reduce_def,
 #endif
+
+/* The module's types, for the refusals to know whose instance they refuse
+ * (module_exec stores them once the types are added). */
+extern HPyGlobal cb3_type_ChaCha20Blake3, cb3_type_Stream, cb3_type_blake3, cb3_type_ChaCha20, cb3_type_Chunked;
+int cb3_store_types(HPyContext *ctx, HPy module);
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;

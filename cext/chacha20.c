@@ -201,11 +201,9 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
     return result;
 }
 
-CB3_TYPE_FIXES(ChaCha, "cb3.chacha20.ChaCha20", "position")
-
 static HPyDef *ChaCha_defines[] = {
     &ChaCha_new,  &ChaCha_destroy, &ChaCha_update, &ChaCha_update_into, &ChaCha_xor_in_place,
-    &ChaCha_seek, &ChaCha_position, CB3_TYPE_FIXES_DEFS(ChaCha) NULL,
+    &ChaCha_seek, &ChaCha_position, CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_ChaCha20_spec = {

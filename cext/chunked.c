@@ -167,10 +167,8 @@ done:
     return cb3_call_end(ctx, &call, result);
 }
 
-CB3_TYPE_FIXES(Chunked, "cb3._cb3.Chunked", NULL)
-
 static HPyDef *Chunked_defines[] = {
-    &Chunked_new, &Chunked_destroy, &Chunked_seal_into, &Chunked_open_into, CB3_TYPE_FIXES_DEFS(Chunked) NULL,
+    &Chunked_new, &Chunked_destroy, &Chunked_seal_into, &Chunked_open_into, CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_Chunked_spec = {

@@ -345,11 +345,9 @@ static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
     return HPy_Dup(ctx, ctx->h_None);
 }
 
-CB3_TYPE_FIXES(Blake3, "cb3.blake3", NULL)
-
 static HPyDef *Blake3_defines[] = {
     &Blake3_new,    &Blake3_destroy,   &Blake3_update, &Blake3_update_mmap,
-    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy,   &Blake3_reset,       CB3_TYPE_FIXES_DEFS(Blake3) NULL,
+    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy,   &Blake3_reset,       CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_blake3_spec = {

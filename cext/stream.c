@@ -102,11 +102,9 @@ static HPy Stream_message_index_get(HPyContext *ctx, HPy self, void *closure)
     return HPyLong_FromUInt64_t(ctx, cb3_stream_message_index(stream));
 }
 
-CB3_TYPE_FIXES(Stream, "cb3.Stream", "message_index")
-
 static HPyDef *Stream_defines[] = {
     &Stream_new, &Stream_destroy, &Stream_encrypt, &Stream_decrypt, &Stream_message_index,
-    CB3_TYPE_FIXES_DEFS(Stream) NULL,
+    CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_Stream_spec = {
