@@ -1,4 +1,4 @@
-/* cb3.ChaCha20Blake3: the AEAD class, a thin shell over cb3_aead_* (rustlib/src/aead.rs). */
+/* cb3.ChaCha20Blake3: the AEAD class, a thin shell over cb3_aead_* (rustlib/src/ffi/aead.rs). */
 #include <string.h>
 
 #include "cb3ext.h"
@@ -16,24 +16,23 @@ HPyDef_SLOT(Cipher_new, HPy_tp_new)
 static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"ChaCha20Blake3", {"key", "max_threads", NULL}, 1, 1};
-    HPy arg[2], owned[CB3_MAX_ARGS];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
     size_t max_threads;
     static const cb3_int_param threads = {"max_threads", 0, "a positive int or cb3.AUTO (-1)"};
-    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0 ||
-        cb3_arg_threads(ctx, arg[1], &threads, &max_threads) < 0)
+    if (cb3_call_parse_new(ctx, &call, &spec, args, nargs, kw) < 0 ||
+        cb3_arg_threads(ctx, call.arg[1], &threads, &max_threads) < 0)
         goto done;
-    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
+    const cb3_buffer *key = cb3_call_borrow(ctx, &call, 0, "key", CB3_READ);
     if (key == NULL)
         goto done;
     cb3_aead *aead = NULL;
     cb3_result r = cb3_aead_new_with_threads(key->ptr, key->len, max_threads, &aead);
-    if (cb3_raise(ctx, r, &(const cb3_given_lengths){key->len, 0, 0}) < 0)
+    if (cb3_raise(ctx, r, &(const cb3_error_context){.key = key->len}) < 0)
         goto done;
     result = Cipher_adopt(ctx, type, aead);
 done:
-    return cb3_new_done(ctx, &set, owned, result);
+    return cb3_call_end(ctx, &call, result);
 }
 
 /* ---- the eight methods: one shape ----
@@ -77,17 +76,17 @@ static cb3_result call(const cb3_aead *aead, method m, const call_args *a, cb3_o
     case ENCRYPT:
         return cb3_aead_encrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len, NULL);
     case DECRYPT:
-        return cb3_aead_decrypt_private(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len, NULL);
+        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, CB3_OUTPUT_MODE_PRIVATE, out->ptr, out->len, NULL);
     case ENCRYPT_DETACHED:
         return cb3_aead_encrypt_detached(aead, n, nn, a->data->ptr, a->data->len, ad, nad, out->ptr, out->len,
                                          tag->ptr, tag->len);
     case DECRYPT_DETACHED:
-        return cb3_aead_decrypt_detached_private(aead, n, nn, a->data->ptr, a->data->len, a->tag->ptr, a->tag->len,
-                                                 ad, nad, out->ptr, out->len);
+        return cb3_aead_decrypt_detached(aead, n, nn, a->data->ptr, a->data->len, a->tag->ptr, a->tag->len,
+                                                 ad, nad, CB3_OUTPUT_MODE_PRIVATE, out->ptr, out->len);
     case ENCRYPT_INTO:
         return cb3_aead_encrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, buf, a->buf->len, written);
     case DECRYPT_INTO:
-        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, buf, a->buf->len, written);
+        return cb3_aead_decrypt(aead, n, nn, a->data->ptr, a->data->len, ad, nad, CB3_OUTPUT_MODE_SHARED, buf, a->buf->len, written);
     case ENCRYPT_IN_PLACE:
         return cb3_aead_encrypt_in_place(aead, n, nn, buf, a->buf->len, ad, nad, tag->ptr, tag->len);
     case DECRYPT_IN_PLACE:
@@ -99,12 +98,11 @@ static cb3_result call(const cb3_aead *aead, method m, const call_args *a, cb3_o
 static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                method m)
 {
-    HPy arg[CB3_MAX_ARGS];
+    cb3_call frame = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT, tag = CB3_OUTPUT_INIT;
-    call_args a = {NULL, NULL, NULL, NULL, NULL};
-    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
+    cb3_output *out = &frame.out[0], *tag = &frame.out[1];
+    call_args a = {.nonce = NULL};
+    if (cb3_call_parse(ctx, &frame, spec, args, nargs, kwnames) < 0)
         return HPy_NULL;
     for (int i = 0; spec->names[i] != NULL; i++) {
         const char *name = spec->names[i];
@@ -114,7 +112,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
                                   : strcmp(name, "buf") == 0   ? &a.buf
                                                                : &a.aad;
         int flags = slot == &a.buf ? CB3_WRITE : slot == &a.aad ? CB3_READ | CB3_OPTIONAL : CB3_READ;
-        if ((*slot = cb3_borrow(ctx, &set, arg[i], name, flags)) == NULL)
+        if ((*slot = cb3_call_borrow(ctx, &frame, i, name, flags)) == NULL)
             goto done;
     }
     const cb3_buffer *input = a.data ? a.data : a.buf;
@@ -122,16 +120,16 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     int failed = 0;
     switch (m) {
     case ENCRYPT:
-        failed = cb3_output_new(ctx, n + CB3_TAG_SIZE, &out);
+        failed = cb3_output_new(ctx, n + CB3_TAG_SIZE, out);
         break;
     case DECRYPT: /* shorter than the tag: an empty output, and Rust orders the checks */
-        failed = cb3_output_new(ctx, n >= CB3_TAG_SIZE ? n - CB3_TAG_SIZE : 0, &out);
+        failed = cb3_output_new(ctx, n >= CB3_TAG_SIZE ? n - CB3_TAG_SIZE : 0, out);
         break;
     case ENCRYPT_DETACHED:
-        failed = cb3_output_new(ctx, n, &out) < 0 || cb3_output_new(ctx, CB3_TAG_SIZE, &tag) < 0;
+        failed = cb3_output_new(ctx, n, out) < 0 || cb3_output_new(ctx, CB3_TAG_SIZE, tag) < 0;
         break;
     case DECRYPT_DETACHED:
-        failed = cb3_output_new(ctx, n, &out);
+        failed = cb3_output_new(ctx, n, out);
         break;
     case ENCRYPT_INTO:
         failed = check_out_size(ctx, a.buf, n + CB3_TAG_SIZE, "len(data) + 32");
@@ -140,7 +138,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
         failed = n >= CB3_TAG_SIZE && check_out_size(ctx, a.buf, n - CB3_TAG_SIZE, "len(data) - 32") < 0;
         break;
     case ENCRYPT_IN_PLACE:
-        failed = cb3_output_new(ctx, CB3_TAG_SIZE, &tag);
+        failed = cb3_output_new(ctx, CB3_TAG_SIZE, tag);
         break;
     case DECRYPT_IN_PLACE:
         break;
@@ -151,13 +149,13 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     if (aead == NULL)
         goto done;
     size_t written = 0;
-    cb3_result r;
-    CB3_RUN(ctx, &set, n + a.aad->len, r, call(aead, m, &a, &out, &tag, &written));
-    if (cb3_raise(ctx, r, &(const cb3_given_lengths){0, a.nonce->len, a.tag ? a.tag->len : 0}) < 0)
+    const cb3_error_context context = {.nonce = a.nonce->len, .tag = a.tag ? a.tag->len : 0};
+    CB3_CALL_RUN(ctx, &frame, n + a.aad->len, &context, call(aead, m, &a, out, tag, &written));
+    if (frame.status < 0)
         goto done;
     switch (m) {
     case ENCRYPT_DETACHED: {
-        HPy items[2] = {cb3_output_finish(ctx, &out), cb3_output_finish(ctx, &tag)};
+        HPy items[2] = {cb3_output_finish(ctx, out), cb3_output_finish(ctx, tag)};
         if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
             result = HPyTuple_FromArray(ctx, items, 2);
         for (int i = 0; i < 2; i++) {
@@ -171,19 +169,16 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
         result = HPyLong_FromSize_t(ctx, written);
         break;
     case ENCRYPT_IN_PLACE:
-        result = cb3_output_finish(ctx, &tag);
+        result = cb3_output_finish(ctx, tag);
         break;
     case DECRYPT_IN_PLACE:
         result = HPy_Dup(ctx, ctx->h_None);
         break;
     default:
-        result = cb3_output_finish(ctx, &out);
+        result = cb3_output_finish(ctx, out);
     }
 done:
-    cb3_output_discard(&out);
-    cb3_output_discard(&tag);
-    cb3_release_all(ctx, &set);
-    return result;
+    return cb3_call_end(ctx, &frame, result);
 }
 
 /* One method: its argument spec and docstring; the body is run(). */
@@ -242,8 +237,6 @@ CB3_AEAD_METHOD(decrypt_in_place, DECRYPT_IN_PLACE,
                 "raises cb3.DecryptionError and leaves buf unchanged.",
                 {"nonce", "buf", "tag", "associated_data", NULL}, 3, 0)
 
-CB3_TYPE_FIXES(Cipher, "cb3.ChaCha20Blake3", NULL)
-
 static HPyDef *Cipher_defines[] = {
     &Cipher_new,
     &Cipher_destroy,
@@ -255,7 +248,7 @@ static HPyDef *Cipher_defines[] = {
     &Cipher_decrypt_into,
     &Cipher_encrypt_in_place,
     &Cipher_decrypt_in_place,
-    CB3_TYPE_FIXES_DEFS(Cipher) NULL,
+    CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_ChaCha20Blake3_spec = {

@@ -248,24 +248,3 @@ int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t
     HPy_Close(ctx, index);
     return status;
 }
-
-/* Not HPyType_GetName: its context slot lies past h_Builtins, where PyPy's
- * HPy context differs from hpy 0.9.0's (docs/pypy.md, hpy-0.9 notes). */
-const char *cb3_type_name(HPyContext *ctx, HPy obj)
-{
-    PyObject *py = HPy_AsPyObject(ctx, obj);
-    if (py == NULL)
-        return "?";
-    const char *name = Py_TYPE(py)->tp_name; /* the type outlives this call: obj holds it */
-    Py_DECREF(py);
-    return name;
-}
-
-HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner)
-{
-    void *data;
-    HPy self = HPy_New(ctx, type, &data);
-    if (!HPy_IsNull(self))
-        memcpy(data, &inner, sizeof inner); /* the struct's first field */
-    return self;
-}

@@ -1,4 +1,4 @@
-/* cb3._cb3.bench_reference: times the chacha20-blake3 crate itself (rustlib/src/bench.rs)
+/* cb3._cb3.bench_reference: times the chacha20-blake3 crate itself (rustlib/src/ffi/bench.rs)
  * for the raw-Rust column of `python -m cb3 bench`. */
 #include "cb3ext.h"
 
@@ -24,7 +24,7 @@ static HPy bench_reference_impl(HPyContext *ctx, HPy self, const HPy *args, size
     CB3_RUN(ctx, NULL, (size_t)CB3_GIL_THRESHOLD, r,
             cb3_bench_reference(value[0] > UINT_MAX ? UINT_MAX : (unsigned int)value[0],
                                 value[1] > SIZE_MAX ? SIZE_MAX : (size_t)value[1], value[2], &elapsed_ns));
-    static const cb3_given_lengths given = {
+    static const cb3_error_context given = {
         .invalid = "bench_reference() takes mode in range(0, 3), message_len in range(0, 2**30 + 1) "
                    "and iterations of at least 1"};
     if (cb3_raise(ctx, r, &given) < 0)

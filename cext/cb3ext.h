@@ -5,6 +5,8 @@
  *   errors.c   cb3_result -> Python exception (the only place)
  *   buffers.c  Python objects -> (pointer, length) and output bytes (the only place)
  *   args.c     vectorcall argument parsing with strict checks
+ *   call.c     the one call frame: parse, borrow, run, raise, release
+ *   types.c    what the types share: instances owning a Rust object, type names, PyPy's refusals
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
  *   chunked.c  Chunked (private): chunk batches of the encrypted file format (cb3/chunked.py)
@@ -42,9 +44,12 @@
 /* The module's Python-level exception classes, loaded once at init. */
 extern HPyGlobal cb3_DecryptionError;
 extern HPyGlobal cb3_KeystreamExhaustedError;
+extern HPyGlobal cb3_StreamHeaderError;
 
-/* What the caller passed, so that messages can say what was wrong. Fields a
- * call does not have stay 0 (NULL, HPy_NULL). */
+/* The error context of one call: what the caller passed, so that cb3_raise's
+ * messages can say what was wrong. Always initialised with designators
+ * (`{.key = key->len, .nonce = nonce->len}`); fields a call does not have
+ * stay 0 (NULL, HPy_NULL). */
 typedef struct {
     size_t key;
     size_t nonce;
@@ -57,12 +62,15 @@ typedef struct {
     int os_error;            /* CB3_RESULT_IO_ERROR: the errno value, or 0 */
     HPy path;                /* CB3_RESULT_IO_ERROR: the file name (borrowed), or HPy_NULL */
     const char *invalid;     /* CB3_RESULT_INVALID_ARGUMENT: the rule the call's arguments broke, or NULL */
-} cb3_given_lengths;
+    /* CB3_RESULT_INVALID_HEADER: the rule a stream header broke (a
+     * cb3.StreamHeaderError), or NULL (a ValueError, as cb3_chunked_new's) */
+    const cb3_chunked_header_fault *header_fault;
+} cb3_error_context;
 
 /* Sets the Python exception for a failed cb3 call: the only place where a
  * cb3_result becomes an exception. `given` may be NULL. Returns -1, or 0
  * (and sets nothing) for CB3_RESULT_OK: `if (cb3_raise(ctx, r, ...) < 0)`. */
-int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given);
+int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given);
 
 /* Sets `type(message)`, formatting like printf. Always returns -1. */
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
@@ -202,6 +210,63 @@ int cb3_parse_new_args(HPyContext *ctx, const cb3_argspec *spec, const HPy *args
                        HPy *out, HPy *owned);
 void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
 
+/* ---- call.c: the one call frame ----
+ *
+ * Every function and method runs the same sequence:
+ *     cb3_call call = CB3_CALL_INIT;
+ *     if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0) ...
+ *     const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ);
+ *     ... cb3_output_new(ctx, len, &call.out[0]) ...
+ *     CB3_CALL_RUN(ctx, &call, data->len, &(const cb3_error_context){...}, cb3_x(...));
+ *     if (call.status < 0) goto done;
+ *     result = cb3_output_finish(ctx, &call.out[0]);
+ * done:
+ *     return cb3_call_end(ctx, &call, result);
+ * so that borrowing, the GIL rule, raising and releasing are written once. */
+typedef struct {
+    HPy arg[CB3_MAX_ARGS];   /* the arguments by name (borrowed handles; HPy_NULL if absent) */
+    HPy owned[CB3_MAX_ARGS]; /* tp_new: handles cb3_parse_new_args made, closed by cb3_call_end */
+    cb3_borrowed set;        /* the buffers borrowed, released by cb3_call_end */
+    cb3_output out[2];       /* new bytes being filled: discarded by cb3_call_end unless finished */
+    int status;              /* CB3_CALL_RUN's: 0, or -1 with the exception set */
+} cb3_call;
+
+#define CB3_CALL_INIT {.status = 0}
+
+/* Arguments into call->arg: of a method or function (cb3_parse_args), or of a
+ * tp_new (cb3_parse_new_args). Return 0, or -1 with TypeError set. */
+int cb3_call_parse(HPyContext *ctx, cb3_call *call, const cb3_argspec *spec, const HPy *args, size_t nargs,
+                   HPy kwnames);
+int cb3_call_parse_new(HPyContext *ctx, cb3_call *call, const cb3_argspec *spec, const HPy *args,
+                       HPy_ssize_t nargs, HPy kw);
+
+/* The start of a tp_new whose first two arguments are `key` and `nonce`:
+ * parses, then borrows both. Returns 0, or -1 with the exception set. */
+int cb3_call_parse_key_and_nonce(HPyContext *ctx, cb3_call *call, const cb3_argspec *spec, const HPy *args,
+                                 HPy_ssize_t nargs, HPy kw, const cb3_buffer **key, const cb3_buffer **nonce);
+
+/* Borrows argument `index` for the call (see cb3_borrow). */
+static inline const cb3_buffer *cb3_call_borrow(HPyContext *ctx, cb3_call *call, int index, const char *name,
+                                                int flags)
+{
+    return cb3_borrow(ctx, &call->set, call->arg[index], name, flags);
+}
+
+/* Runs `expr`, a cb3 call giving a cb3_result, as CB3_RUN does (the GIL
+ * released for `nbytes` >= CB3_GIL_THRESHOLD when the buffers are pinned),
+ * then raises its failure with the error context `context` (may be NULL):
+ * call->status is 0, or -1 with the exception set. */
+#define CB3_CALL_RUN(ctx, call, nbytes, context, expr)                   \
+    do {                                                               \
+        cb3_result cb3_call_result_;                                   \
+        CB3_RUN(ctx, &(call)->set, nbytes, cb3_call_result_, expr);    \
+        (call)->status = cb3_raise(ctx, cb3_call_result_, context);    \
+    } while (0)
+
+/* The end of every call: discards unfinished outputs, releases the buffers
+ * and the handles, and returns `result`. */
+HPy cb3_call_end(HPyContext *ctx, cb3_call *call, HPy result);
+
 /* ---- module-level functions (bench.c) ---- */
 
 extern HPyDef bench_reference;
@@ -231,24 +296,16 @@ int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t
  * (ChaCha positions), or HPy_NULL with TypeError set. */
 HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param);
 
-/* The name of obj's type ("float"), for messages (args.c). */
+/* The name of obj's type ("float"), for messages (types.c). */
 const char *cb3_type_name(HPyContext *ctx, HPy obj);
 
 /* ---- types ---- */
 
 /* A new instance of `type`, whose struct starts with the pointer to its Rust
- * object, owning `inner` (args.c). HPy_NULL with an exception set if it could
+ * object, owning `inner` (types.c). HPy_NULL with an exception set if it could
  * not be made: `inner` is then still the caller's to free. */
 HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner);
 
-/* The end of every tp_new: releases the buffers it borrowed and the handles
- * cb3_parse_new_args gave it, then returns `result`. */
-static inline HPy cb3_new_done(HPyContext *ctx, cb3_borrowed *set, HPy *owned, HPy result)
-{
-    cb3_release_all(ctx, set);
-    cb3_close_all(ctx, owned, CB3_MAX_ARGS);
-    return result;
-}
 
 /* For a type whose struct `Type` starts with `Inner *field`, the Rust object
  * it owns: prefix_adopt(ctx, type, inner), a new instance owning `inner`
@@ -283,7 +340,7 @@ static inline const void *cb3_field_or_null(const void *object, size_t offset)
     return object ? *(const void *const *)((const char *)object + offset) : NULL;
 }
 
-/* ---- PyPy: making HPy types behave like CPython's ----
+/* ---- PyPy: making HPy types behave like CPython's (types.c) ----
  *
  * PyPy 7.3.19's HPy (_hpy_universal) turns an HPyType_Spec into an ordinary
  * heap type, so its instances behave unlike CPython's in three ways:
@@ -294,16 +351,15 @@ static inline const void *cb3_field_or_null(const void *object, size_t offset)
  *   - the type can be subclassed although HPy_TPFLAGS_BASETYPE is not set;
  *   - pickle and copy accept the objects: copyreg does not see the C struct
  *     and pickles an empty shell, where CPython raises TypeError.
- * CB3_TYPE_FIXES(prefix, "module.Type", property) defines methods that
- * restore CPython's behaviour: __setattr__ and __delattr__ (AttributeError
- * with CPython's messages; `property` names the type's read-only property,
- * or is NULL), __init_subclass__ (a TypeError; PyPy calls it without an
- * instance, so the message is PyPy's "descriptor '__init_subclass__' ...
- * needs an argument", not CPython's "not an acceptable base type"),
- * __reduce_ex__ and __reduce__ (TypeError "cannot pickle ...").
- * CB3_TYPE_FIXES_DEFS(prefix) lists them in the type's defines. On CPython,
- * which needs none of the rest (CFLAGS=-DCB3_TYPE_FIXES_ON=1 compiles it
- * there too, for testing), only __reduce_ex__ and __reduce__ remain: they
+ * types.c defines methods, shared by every type, that restore CPython's
+ * behaviour: __setattr__ and __delattr__ (AttributeError with CPython's
+ * messages, naming the type's read-only property), __init_subclass__ (a
+ * TypeError; PyPy calls it without an instance, so the message is PyPy's
+ * "descriptor '__init_subclass__' ... needs an argument", not CPython's "not
+ * an acceptable base type"), __reduce_ex__ and __reduce__ (TypeError "cannot
+ * pickle ..."). CB3_TYPE_FIXES_DEFS lists them in each type's defines. On
+ * CPython, which needs none of the rest (CFLAGS=-DCB3_TYPE_FIXES_ON=1 compiles
+ * it there too, for testing), only __reduce_ex__ and __reduce__ remain: they
  * replace copyreg's bare "cannot pickle" with one that says what to do. */
 #if !defined(CB3_TYPE_FIXES_ON)
 #if defined(PYPY_VERSION)
@@ -313,66 +369,18 @@ static inline const void *cb3_field_or_null(const void *object, size_t offset)
 #endif
 #endif
 
-/* The shared bodies; each sets an exception and returns -1. */
-int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property);
-int cb3_refuse_subclass(HPyContext *ctx, const char *type_name);
-int cb3_refuse_pickle(HPyContext *ctx, const char *type_name);
-
-/* Pickling and copying: refused on every interpreter, with a message that
- * says what to do instead (cb3_refuse_pickle). */
-#define CB3_NO_PICKLE(prefix, type_name)                                                                      \
-    HPyDef_METH(prefix##_reduce_ex, "__reduce_ex__", HPyFunc_O,                                              \
-                .doc = "Refuses pickling and copying, as on CPython.")                                       \
-    static HPy prefix##_reduce_ex_impl(HPyContext *ctx, HPy self, HPy protocol)                              \
-    {                                                                                                        \
-        (void)self, (void)protocol;                                                                          \
-        cb3_refuse_pickle(ctx, type_name);                                                                   \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_reduce, "__reduce__", HPyFunc_NOARGS,                                               \
-                .doc = "Refuses pickling and copying, as on CPython.")                                       \
-    static HPy prefix##_reduce_impl(HPyContext *ctx, HPy self)                                               \
-    {                                                                                                        \
-        (void)self;                                                                                          \
-        cb3_refuse_pickle(ctx, type_name);                                                                   \
-        return HPy_NULL;                                                                                     \
-    }
-
+extern HPyDef cb3_setattr_def, cb3_delattr_def, cb3_init_subclass_def, cb3_reduce_ex_def, cb3_reduce_def;
 #if CB3_TYPE_FIXES_ON
-#define CB3_TYPE_FIXES(prefix, type_name, property)                                                          \
-    HPyDef_METH(prefix##_setattr, "__setattr__", HPyFunc_VARARGS,                                            \
-                .doc = "Implement setattr(self, name, value): refused, as on CPython.")                      \
-    static HPy prefix##_setattr_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs)               \
-    {                                                                                                        \
-        if (nargs != 2)                                                                                      \
-            cb3_raisef(ctx, ctx->h_TypeError, "expected 2 arguments, got %zu", nargs);                       \
-        else                                                                                                 \
-            cb3_refuse_setattr(ctx, self, args[0], type_name, property);                                     \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_delattr, "__delattr__", HPyFunc_O,                                                  \
-                .doc = "Implement delattr(self, name): refused, as on CPython.")                             \
-    static HPy prefix##_delattr_impl(HPyContext *ctx, HPy self, HPy name)                                    \
-    {                                                                                                        \
-        cb3_refuse_setattr(ctx, self, name, type_name, property);                                            \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    HPyDef_METH(prefix##_init_subclass, "__init_subclass__", HPyFunc_KEYWORDS,                               \
-                .doc = "Refuses subclasses, as on CPython.")                                                 \
-    static HPy prefix##_init_subclass_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,         \
-                                           HPy kwnames)                                                      \
-    {                                                                                                        \
-        (void)self, (void)args, (void)nargs, (void)kwnames;                                                  \
-        cb3_refuse_subclass(ctx, type_name);                                                                 \
-        return HPy_NULL;                                                                                     \
-    }                                                                                                        \
-    CB3_NO_PICKLE(prefix, type_name)
-#define CB3_TYPE_FIXES_DEFS(prefix) \
-    &prefix##_setattr, &prefix##_delattr, &prefix##_init_subclass, &prefix##_reduce_ex, &prefix##_reduce,
+#define CB3_TYPE_FIXES_DEFS \
+    &cb3_setattr_def, &cb3_delattr_def, &cb3_init_subclass_def, &cb3_reduce_ex_def, &cb3_reduce_def,
 #else
-#define CB3_TYPE_FIXES(prefix, type_name, property) CB3_NO_PICKLE(prefix, type_name)
-#define CB3_TYPE_FIXES_DEFS(prefix) &prefix##_reduce_ex, &prefix##_reduce,
+#define CB3_TYPE_FIXES_DEFS &cb3_reduce_ex_def, &cb3_reduce_def,
 #endif
+
+/* The module's types, for the refusals to know whose instance they refuse
+ * (module_exec stores them once the types are added). */
+extern HPyGlobal cb3_type_ChaCha20Blake3, cb3_type_Stream, cb3_type_blake3, cb3_type_ChaCha20, cb3_type_Chunked;
+int cb3_store_types(HPyContext *ctx, HPy module);
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;
@@ -386,5 +394,7 @@ extern HPyDef cb3_hash_def;        /* hash.c */
 extern HPyDef cb3_keyed_hash_def;  /* hash.c */
 extern HPyDef cb3_derive_key_def;  /* hash.c */
 extern HPyDef cb3_hchacha20_def;   /* chacha20.c */
+extern HPyDef cb3_chunked_header_encode_def; /* chunked.c */
+extern HPyDef cb3_chunked_header_decode_def; /* chunked.c */
 
 #endif /* CB3EXT_H */

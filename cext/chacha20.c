@@ -1,5 +1,5 @@
 /* cb3.chacha20.ChaCha20 and hchacha20: the raw ChaCha stream ciphers, a thin shell
- * over cb3_chacha_* (rustlib/src/chacha20.rs). */
+ * over cb3_chacha_* (rustlib/src/ffi/chacha20.rs). */
 #include "cb3ext.h"
 
 typedef struct {
@@ -11,9 +11,9 @@ HPyType_HELPERS(ChaChaObject)
 CB3_OWNER(ChaCha, ChaChaObject, cb3_chacha, chacha, cb3_chacha_free)
 
 /* What cb3_raise needs to explain a failure of this object. */
-static const cb3_given_lengths *given_for(int wide)
+static const cb3_error_context *given_for(int wide)
 {
-    static const cb3_given_lengths given[2] = {{.object = "cb3.chacha20.ChaCha20"},
+    static const cb3_error_context given[2] = {{.object = "cb3.chacha20.ChaCha20"},
                                                {.object = "cb3.chacha20.ChaCha20", .wide = 1}};
     return &given[wide != 0];
 }
@@ -22,27 +22,23 @@ HPyDef_SLOT(ChaCha_new, HPy_tp_new)
 static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"ChaCha20", {"key", "nonce", "counter", "rounds", NULL}, 2, 2};
-    HPy arg[4], owned[CB3_MAX_ARGS];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0)
-        goto done;
-    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
-    const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
-    if (nonce == NULL)
+    const cb3_buffer *key, *nonce;
+    if (cb3_call_parse_key_and_nonce(ctx, &call, &spec, args, nargs, kw, &key, &nonce) < 0)
         goto done;
     uint64_t counter = 0, rounds = 20;
     static const cb3_int_param counter_param = {"counter", 0, NULL}, rounds_param = {"rounds", 0, NULL};
-    if (!HPy_IsNull(arg[2]) && cb3_arg_int(ctx, arg[2], &counter_param, &counter) < 0)
+    if (!HPy_IsNull(call.arg[2]) && cb3_arg_int(ctx, call.arg[2], &counter_param, &counter) < 0)
         goto done;
-    if (!HPy_IsNull(arg[3]) && cb3_arg_int(ctx, arg[3], &rounds_param, &rounds) < 0)
+    if (!HPy_IsNull(call.arg[3]) && cb3_arg_int(ctx, call.arg[3], &rounds_param, &rounds) < 0)
         goto done;
     int wide = nonce->len == 8;
     cb3_chacha *chacha = NULL;
     /* rounds above UINT32_MAX become 0, which Rust refuses as it does 7 */
     cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter,
                                   rounds > UINT32_MAX ? 0 : (uint32_t)rounds, &chacha);
-    const cb3_given_lengths given = {
+    const cb3_error_context given = {
         .key = key->len,
         .nonce = nonce->len,
         .nonce_sizes = "8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha)",
@@ -56,7 +52,7 @@ static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     if (!HPy_IsNull(result))
         ChaChaObject_AsStruct(ctx, result)->wide = wide;
 done:
-    return cb3_new_done(ctx, &set, owned, result);
+    return cb3_call_end(ctx, &call, result);
 }
 
 /* ---- keystream ---- */
@@ -68,15 +64,14 @@ typedef enum { UPDATE, UPDATE_INTO, XOR_IN_PLACE } apply_method;
 static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                  apply_method m)
 {
-    HPy arg[2];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output fresh = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
+    cb3_output *fresh = &call.out[0];
+    if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)
         return HPy_NULL;
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], spec->names[0], m == XOR_IN_PLACE ? CB3_WRITE : CB3_READ);
-    const cb3_buffer *out = m != UPDATE_INTO ? data : data ? cb3_borrow(ctx, &set, arg[1], "out", CB3_WRITE) : NULL;
-    if (out == NULL || (m == UPDATE && cb3_output_new(ctx, data->len, &fresh) < 0))
+    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, spec->names[0], m == XOR_IN_PLACE ? CB3_WRITE : CB3_READ);
+    const cb3_buffer *out = m != UPDATE_INTO ? data : data ? cb3_call_borrow(ctx, &call, 1, "out", CB3_WRITE) : NULL;
+    if (out == NULL || (m == UPDATE && cb3_output_new(ctx, data->len, fresh) < 0))
         goto done;
     if (out->len < data->len) {
         cb3_raisef(ctx, ctx->h_ValueError, "out must be at least len(data) = %zu bytes, got %zu", data->len,
@@ -86,18 +81,16 @@ static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy k
     const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
     if (chacha == NULL)
         goto done;
-    uint8_t *target = m == UPDATE ? fresh.ptr : (uint8_t *)out->ptr;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len, r, cb3_chacha_apply(chacha, data->ptr, data->len, target, data->len));
-    if (cb3_raise(ctx, r, given_for(ChaChaObject_AsStruct(ctx, self)->wide)) < 0)
+    uint8_t *target = m == UPDATE ? fresh->ptr : (uint8_t *)out->ptr;
+    CB3_CALL_RUN(ctx, &call, data->len, given_for(ChaChaObject_AsStruct(ctx, self)->wide),
+                 cb3_chacha_apply(chacha, data->ptr, data->len, target, data->len));
+    if (call.status < 0)
         goto done;
-    result = m == UPDATE        ? cb3_output_finish(ctx, &fresh)
+    result = m == UPDATE        ? cb3_output_finish(ctx, fresh)
              : m == UPDATE_INTO ? HPyLong_FromSize_t(ctx, data->len)
                                 : HPy_Dup(ctx, ctx->h_None);
 done:
-    cb3_output_discard(&fresh);
-    cb3_release_all(ctx, &set);
-    return result;
+    return cb3_call_end(ctx, &call, result);
 }
 
 HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
@@ -208,11 +201,9 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
     return result;
 }
 
-CB3_TYPE_FIXES(ChaCha, "cb3.chacha20.ChaCha20", "position")
-
 static HPyDef *ChaCha_defines[] = {
     &ChaCha_new,  &ChaCha_destroy, &ChaCha_update, &ChaCha_update_into, &ChaCha_xor_in_place,
-    &ChaCha_seek, &ChaCha_position, CB3_TYPE_FIXES_DEFS(ChaCha) NULL,
+    &ChaCha_seek, &ChaCha_position, CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_ChaCha20_spec = {
@@ -240,25 +231,20 @@ HPyDef_METH(cb3_hchacha20_def, "hchacha20", HPyFunc_KEYWORDS,
 static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"hchacha20", {"key", "nonce", NULL}, 2, 0};
-    HPy arg[2];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+    cb3_output *out = &call.out[0];
+    if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0)
         return HPy_NULL;
-    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
-    const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
-    if (nonce == NULL)
+    const cb3_buffer *key = cb3_call_borrow(ctx, &call, 0, "key", CB3_READ);
+    const cb3_buffer *nonce = key ? cb3_call_borrow(ctx, &call, 1, "nonce", CB3_READ) : NULL;
+    if (nonce == NULL || cb3_output_new(ctx, 32, out) < 0)
         goto done;
-    if (cb3_output_new(ctx, 32, &out) < 0)
+    const cb3_error_context given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
+    CB3_CALL_RUN(ctx, &call, 0, &given, cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out->ptr, out->len));
+    if (call.status < 0)
         goto done;
-    cb3_result r = cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out.ptr, out.len);
-    const cb3_given_lengths given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
-    if (cb3_raise(ctx, r, &given) < 0)
-        goto done;
-    result = cb3_output_finish(ctx, &out);
+    result = cb3_output_finish(ctx, out);
 done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
+    return cb3_call_end(ctx, &call, result);
 }

@@ -8,6 +8,7 @@
 
 HPyGlobal cb3_DecryptionError;
 HPyGlobal cb3_KeystreamExhaustedError;
+HPyGlobal cb3_StreamHeaderError;
 
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 {
@@ -50,9 +51,34 @@ static int raise_global(HPyContext *ctx, HPyGlobal global, const char *message)
     return -1;
 }
 
-int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given)
+/* A stream header that cb3_chunked_header_decode refused: cb3.StreamHeaderError
+ * saying which rule it broke, in the words of docs/stream-format.md. */
+static int raise_header_fault(HPyContext *ctx, const cb3_chunked_header_fault *fault)
 {
-    static const cb3_given_lengths nothing = {0, 0, 0};
+    char message[200];
+    unsigned long long value = (unsigned long long)fault->value;
+    switch (fault->rule) {
+    case CB3_CHUNKED_HEADER_RULE_LENGTH:
+        snprintf(message, sizeof message, "not a cb3 stream: %llu bytes, shorter than the %d-byte header", value,
+                 CB3_CHUNKED_HEADER_SIZE);
+        break;
+    case CB3_CHUNKED_HEADER_RULE_MAGIC:
+        snprintf(message, sizeof message, "not a cb3 stream: the input does not start with b'CB3STRM'");
+        break;
+    case CB3_CHUNKED_HEADER_RULE_VERSION:
+        snprintf(message, sizeof message, "unsupported cb3 stream version %llu (this cb3 reads version %d)", value,
+                 CB3_CHUNKED_VERSION);
+        break;
+    default: /* CB3_CHUNKED_HEADER_RULE_CHUNK_SIZE */
+        snprintf(message, sizeof message, "invalid cb3 stream header: chunk size %llu is outside %d..%d", value,
+                 CB3_CHUNKED_MIN_CHUNK_SIZE, CB3_CHUNKED_MAX_CHUNK_SIZE);
+    }
+    return raise_global(ctx, cb3_StreamHeaderError, message);
+}
+
+int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given)
+{
+    static const cb3_error_context nothing = {.key = 0};
     if (given == NULL)
         given = &nothing;
     switch (result) {
@@ -111,6 +137,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
             HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
         return -1;
     case CB3_RESULT_INVALID_HEADER:
+        if (given->header_fault)
+            return raise_header_fault(ctx, given->header_fault);
         return cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
     case CB3_RESULT_INVALID_ARGUMENT:
         if (given->invalid)
@@ -124,49 +152,4 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_given_lengths *given
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3 internal error %d: %s", (int)result,
                           cb3_result_message(result));
     }
-}
-
-/* CPython 3.11's messages, for objects without a __dict__. */
-int cb3_refuse_setattr(HPyContext *ctx, HPy self, HPy name, const char *type_name, const char *property)
-{
-    if (!HPyUnicode_Check(ctx, name))
-        return cb3_raisef(ctx, ctx->h_TypeError, "attribute name must be string, not '%s'",
-                          cb3_type_name(ctx, name));
-    HPy_ssize_t size;
-    const char *text = HPyUnicode_AsUTF8AndSize(ctx, name, &size);
-    if (text == NULL)
-        return -1;
-    if (property != NULL && strcmp(property, text) == 0)
-        return cb3_raisef(ctx, ctx->h_AttributeError, "attribute '%s' of '%s' objects is not writable", text,
-                          type_name);
-    HPy type = HPy_Type(ctx, self);
-    int known = HPy_HasAttr(ctx, type, name);
-    HPy_Close(ctx, type);
-    if (known)
-        return cb3_raisef(ctx, ctx->h_AttributeError, "'%s' object attribute '%s' is read-only", type_name, text);
-    return cb3_raisef(ctx, ctx->h_AttributeError, "'%s' object has no attribute '%s'", type_name, text);
-}
-
-int cb3_refuse_subclass(HPyContext *ctx, const char *type_name)
-{
-    return cb3_raisef(ctx, ctx->h_TypeError, "type '%s' is not an acceptable base type", type_name);
-}
-
-int cb3_refuse_pickle(HPyContext *ctx, const char *type_name)
-{
-    /* copyreg's "cannot pickle 'X' object", plus what to do instead: the
-     * object holds key material or secret-dependent state that must not be
-     * serialised by accident (multiprocessing pickles every argument). */
-    const char *hint = strcmp(type_name, "cb3.blake3") == 0
-                           ? "hash in the worker (or send it the data or the digest); for keyed hashing pass the key "
-                             "to the worker and build the hasher there"
-                           : "pass the key to the worker and build the cipher there";
-    return cb3_raisef(ctx, ctx->h_TypeError, "cannot pickle '%s' object: %s", type_name, hint);
-}
-
-const void *cb3_require_initialized(HPyContext *ctx, const void *inner)
-{
-    if (inner == NULL)
-        cb3_raisef(ctx, ctx->h_TypeError, "this cb3 object was not initialized: create it by calling its class");
-    return inner;
 }

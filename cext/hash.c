@@ -1,5 +1,5 @@
 /* cb3.blake3 and the one-shot hash / keyed_hash / derive_key: a thin shell over
- * cb3_blake3_* (rustlib/src/hash.rs) with blake3-py's interface and errors. */
+ * cb3_blake3_* (rustlib/src/ffi/hash.rs) with blake3-py's interface and errors. */
 #include <string.h>
 
 #include "cb3ext.h"
@@ -14,7 +14,7 @@ HPyType_HELPERS(Blake3Object)
 CB3_OWNER(Blake3, Blake3Object, cb3_blake3, hasher, cb3_blake3_free)
 
 /* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
-static const cb3_given_lengths hasher_given = {.object = "cb3.blake3"};
+static const cb3_error_context hasher_given = {.object = "cb3.blake3"};
 
 /* The UTF-8 bytes of a str argument (a context string). */
 static const char *utf8_arg(HPyContext *ctx, HPy obj, const char *name, size_t *len)
@@ -79,11 +79,11 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
 {
     static const cb3_argspec spec = {
         "blake3", {"data", "key", "derive_key_context", "max_threads", "usedforsecurity", NULL}, 0, 1, 1};
-    HPy arg[5], owned[CB3_MAX_ARGS];
+    cb3_call call = CB3_CALL_INIT;
+    HPy *arg = call.arg;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
     cb3_blake3 *hasher = NULL;
-    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0)
+    if (cb3_call_parse_new(ctx, &call, &spec, args, nargs, kw) < 0)
         goto done;
     HPy key_obj = arg[1], context_obj = arg[2];
     if (!HPy_IsNull(key_obj) && HPy_Is(ctx, key_obj, ctx->h_None))
@@ -101,7 +101,7 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         goto done;
     }
     /* usedforsecurity is accepted and ignored, as in blake3-py and hashlib. */
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ | CB3_OPTIONAL);
+    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ | CB3_OPTIONAL);
     if (data == NULL)
         goto done;
     cb3_result r;
@@ -109,11 +109,11 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
         cb3_raisef(ctx, ctx->h_ValueError, "cannot use key and derive_key_context at the same time");
         goto done;
     } else if (!HPy_IsNull(key_obj)) {
-        const cb3_buffer *key = cb3_borrow(ctx, &set, key_obj, "key", CB3_READ);
+        const cb3_buffer *key = cb3_call_borrow(ctx, &call, 1, "key", CB3_READ);
         if (key == NULL)
             goto done;
         r = cb3_blake3_new_keyed(key->ptr, key->len, max_threads, &hasher);
-        if (cb3_raise(ctx, r, &(const cb3_given_lengths){key->len, 0, 0}) < 0)
+        if (cb3_raise(ctx, r, &(const cb3_error_context){.key = key->len}) < 0)
             goto done;
     } else if (!HPy_IsNull(context_obj)) {
         size_t len;
@@ -126,14 +126,14 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
     }
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         goto done;
-    CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
-    if (cb3_raise(ctx, r, &hasher_given) < 0)
+    CB3_CALL_RUN(ctx, &call, data->len, &hasher_given, cb3_blake3_update(hasher, data->ptr, data->len));
+    if (call.status < 0)
         goto done;
     result = Blake3_adopt(ctx, type, hasher);
     hasher = NULL; /* adopted or freed */
 done:
     cb3_blake3_free(hasher);
-    return cb3_new_done(ctx, &set, owned, result);
+    return cb3_call_end(ctx, &call, result);
 }
 
 /* ---- input ---- */
@@ -147,17 +147,14 @@ static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
 {
     if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
         return HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    const cb3_buffer *data = cb3_borrow(ctx, &set, data_obj, "data", CB3_READ);
+    cb3_call call = CB3_CALL_INIT;
+    call.arg[0] = data_obj;
+    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ);
     if (data == NULL)
-        return HPy_NULL;
+        return cb3_call_end(ctx, &call, HPy_NULL);
     const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len, r, cb3_blake3_update(hasher, data->ptr, data->len));
-    cb3_release_all(ctx, &set);
-    if (cb3_raise(ctx, r, &hasher_given) < 0)
-        return HPy_NULL;
-    return HPy_Dup(ctx, self);
+    CB3_CALL_RUN(ctx, &call, data->len, &hasher_given, cb3_blake3_update(hasher, data->ptr, data->len));
+    return cb3_call_end(ctx, &call, call.status < 0 ? HPy_NULL : HPy_Dup(ctx, self));
 }
 
 /* update_mmap reads with the GIL released; between chunks Rust calls
@@ -233,7 +230,7 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
     Py_DECREF(encoded);
     HPy result = HPy_NULL;
     if (r != CB3_RESULT_OK) {
-        cb3_given_lengths given = {.object = "cb3.blake3", .os_error = os_error, .path = HPy_FromPyObject(ctx, fspath)};
+        cb3_error_context given = {.object = "cb3.blake3", .os_error = os_error, .path = HPy_FromPyObject(ctx, fspath)};
         cb3_raise(ctx, r, &given);
         HPy_Close(ctx, given.path);
     } else {
@@ -348,11 +345,9 @@ static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
     return HPy_Dup(ctx, ctx->h_None);
 }
 
-CB3_TYPE_FIXES(Blake3, "cb3.blake3", NULL)
-
 static HPyDef *Blake3_defines[] = {
     &Blake3_new,    &Blake3_destroy,   &Blake3_update, &Blake3_update_mmap,
-    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy,   &Blake3_reset,       CB3_TYPE_FIXES_DEFS(Blake3) NULL,
+    &Blake3_digest, &Blake3_hexdigest, &Blake3_copy,   &Blake3_reset,       CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_blake3_spec = {
@@ -377,52 +372,49 @@ HPyType_Spec cb3_blake3_spec = {
 
 typedef enum { MODE_HASH, MODE_KEYED, MODE_DERIVE } one_shot_mode;
 
+static cb3_result one_shot_call(one_shot_mode mode, const cb3_buffer *key, const uint8_t *context,
+                                size_t context_len, const cb3_buffer *data, const cb3_output *out)
+{
+    switch (mode) {
+    case MODE_HASH:
+        return cb3_blake3_hash(data->ptr, data->len, out->ptr, out->len);
+    case MODE_KEYED:
+        return cb3_blake3_keyed_hash(key->ptr, key->len, data->ptr, data->len, out->ptr, out->len);
+    default:
+        return cb3_blake3_derive_key(context, context_len, data->ptr, data->len, out->ptr, out->len);
+    }
+}
+
 static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                     one_shot_mode mode)
 {
-    HPy arg[3];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
+    cb3_output *out = &call.out[0];
+    if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)
         return HPy_NULL;
     int n_inputs = mode == MODE_HASH ? 1 : 2;
     size_t length = 0; /* length_arg sets it; GCC 15 cannot see that (-Wmaybe-uninitialized) */
-    if (length_arg(ctx, arg[n_inputs], &one_shot_length, (size_t)PY_SSIZE_T_MAX, &length) < 0)
+    if (length_arg(ctx, call.arg[n_inputs], &one_shot_length, (size_t)PY_SSIZE_T_MAX, &length) < 0)
         return HPy_NULL;
     const cb3_buffer *key = NULL;
     const char *context = NULL;
     size_t context_len = 0;
-    if (mode == MODE_KEYED && (key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ)) == NULL)
+    if (mode == MODE_KEYED && (key = cb3_call_borrow(ctx, &call, 0, "key", CB3_READ)) == NULL)
         goto done;
-    if (mode == MODE_DERIVE && (context = utf8_arg(ctx, arg[0], "context", &context_len)) == NULL)
+    if (mode == MODE_DERIVE && (context = utf8_arg(ctx, call.arg[0], "context", &context_len)) == NULL)
         goto done;
     const cb3_buffer *data =
-        cb3_borrow(ctx, &set, arg[n_inputs - 1], mode == MODE_DERIVE ? "material" : "data", CB3_READ);
-    if (data == NULL || cb3_output_new(ctx, length, &out) < 0)
+        cb3_call_borrow(ctx, &call, n_inputs - 1, mode == MODE_DERIVE ? "material" : "data", CB3_READ);
+    if (data == NULL || cb3_output_new(ctx, length, out) < 0)
         goto done;
-    cb3_result r;
-    switch (mode) {
-    case MODE_HASH:
-        CB3_RUN(ctx, &set, data->len + length, r, cb3_blake3_hash(data->ptr, data->len, out.ptr, out.len));
-        break;
-    case MODE_KEYED:
-        CB3_RUN(ctx, &set, data->len + length, r,
-                cb3_blake3_keyed_hash(key->ptr, key->len, data->ptr, data->len, out.ptr, out.len));
-        break;
-    default:
-        CB3_RUN(ctx, &set, data->len + length, r,
-                cb3_blake3_derive_key((const uint8_t *)context, context_len, data->ptr, data->len, out.ptr,
-                                      out.len));
-        break;
-    }
-    if (cb3_raise(ctx, r, &(const cb3_given_lengths){key ? key->len : 0, 0, 0}) < 0)
+    CB3_CALL_RUN(ctx, &call, data->len + length, &(const cb3_error_context){.key = key ? key->len : 0},
+                 one_shot_call(mode, key, (const uint8_t *)context, context_len, data, out));
+    if (call.status < 0)
         goto done;
-    result = cb3_output_finish(ctx, &out);
+    result = cb3_output_finish(ctx, out);
 done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
+    return cb3_call_end(ctx, &call, result);
 }
 
 HPyDef_METH(cb3_hash_def, "hash", HPyFunc_KEYWORDS,

@@ -137,6 +137,8 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
     int status = load_exception(ctx, errors, "DecryptionError", &cb3_DecryptionError);
     if (status == 0)
         status = load_exception(ctx, errors, "KeystreamExhaustedError", &cb3_KeystreamExhaustedError);
+    if (status == 0)
+        status = load_exception(ctx, errors, "StreamHeaderError", &cb3_StreamHeaderError);
     HPy_Close(ctx, errors);
     if (status < 0)
         return -1;
@@ -144,7 +146,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
         !HPyHelpers_AddType(ctx, module, "Stream", &cb3_Stream_spec, NULL) ||
         !HPyHelpers_AddType(ctx, module, "blake3", &cb3_blake3_spec, NULL) ||
         !HPyHelpers_AddType(ctx, module, "ChaCha20", &cb3_ChaCha20_spec, NULL) ||
-        !HPyHelpers_AddType(ctx, module, "Chunked", &cb3_Chunked_spec, NULL))
+        !HPyHelpers_AddType(ctx, module, "Chunked", &cb3_Chunked_spec, NULL) || cb3_store_types(ctx, module) < 0)
         return -1;
 #if defined(HPY_ABI_CPYTHON)
     const char *abi = "cpython";
@@ -166,9 +168,14 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 
 static HPyDef *module_defines[] = {
     &module_exec,        &version,           &simd_backend,      &cache_tuning,      &bench_reference,
-    &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def, NULL,
+    &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
+    &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
 };
-static HPyGlobal *module_globals[] = {&cb3_DecryptionError, &cb3_KeystreamExhaustedError, NULL};
+static HPyGlobal *module_globals[] = {
+    &cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_StreamHeaderError, &cb3_type_ChaCha20Blake3,
+    &cb3_type_Stream,     &cb3_type_blake3,             &cb3_type_ChaCha20,     &cb3_type_Chunked,
+    NULL,
+};
 
 static HPyModuleDef moduledef = {
     .doc = "cb3's HPy extension: ChaCha20-BLAKE3, BLAKE3 and ChaCha over the Rust core (rustlib). "

@@ -1,4 +1,4 @@
-/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/stream.rs). */
+/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/ffi/stream.rs). */
 #include "cb3ext.h"
 
 typedef struct {
@@ -12,63 +12,63 @@ HPyDef_SLOT(Stream_new, HPy_tp_new)
 static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"Stream", {"key", "nonce", "message_index", NULL}, 2, 2};
-    HPy arg[3], owned[CB3_MAX_ARGS];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    if (cb3_parse_new_args(ctx, &spec, args, nargs, kw, arg, owned) < 0)
-        goto done;
-    const cb3_buffer *key = cb3_borrow(ctx, &set, arg[0], "key", CB3_READ);
-    const cb3_buffer *nonce = key ? cb3_borrow(ctx, &set, arg[1], "nonce", CB3_READ) : NULL;
-    if (nonce == NULL)
+    const cb3_buffer *key, *nonce;
+    if (cb3_call_parse_key_and_nonce(ctx, &call, &spec, args, nargs, kw, &key, &nonce) < 0)
         goto done;
 #define INDEX_RANGE "in range(0, 2**64 - 1)" /* Rust refuses UINT64_MAX, C what is not a uint64_t */
     static const cb3_int_param index_param = {"message_index", 0, INDEX_RANGE};
     uint64_t index = 0;
-    if (!HPy_IsNull(arg[2]) && cb3_arg_int(ctx, arg[2], &index_param, &index) < 0)
+    if (!HPy_IsNull(call.arg[2]) && cb3_arg_int(ctx, call.arg[2], &index_param, &index) < 0)
         goto done;
     cb3_stream *stream = NULL;
     cb3_result r = cb3_stream_new(key->ptr, key->len, nonce->ptr, nonce->len, index, &stream);
-    const cb3_given_lengths given = {key->len, nonce->len, .invalid = "message_index must be " INDEX_RANGE};
+    const cb3_error_context given = {.key = key->len, .nonce = nonce->len, .invalid = "message_index must be " INDEX_RANGE};
     if (cb3_raise(ctx, r, &given) < 0)
         goto done;
     result = Stream_adopt(ctx, type, stream);
 done:
-    return cb3_new_done(ctx, &set, owned, result);
+    return cb3_call_end(ctx, &call, result);
 }
 
-/* cb3_stream_encrypt or cb3_stream_decrypt. */
-typedef cb3_result (*stream_op)(const cb3_stream *, const uint8_t *, size_t, const uint8_t *, size_t, uint8_t *,
-                                size_t, size_t *);
+/* cb3_stream_encrypt, or cb3_stream_decrypt into the new bytes object (an
+   output no one else sees yet: CB3_OUTPUT_MODE_PRIVATE). */
+static cb3_result stream_call(const cb3_stream *stream, int decrypt, const cb3_buffer *data, const cb3_buffer *aad,
+                              const cb3_output *out)
+{
+    if (decrypt)
+        return cb3_stream_decrypt(stream, data->ptr, data->len, aad->ptr, aad->len, CB3_OUTPUT_MODE_PRIVATE, out->ptr,
+                                  out->len, NULL);
+    return cb3_stream_encrypt(stream, data->ptr, data->len, aad->ptr, aad->len, out->ptr, out->len, NULL);
+}
 
 static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
-               stream_op op, int decrypt)
+               int decrypt)
 {
-    HPy arg[2];
+    cb3_call call = CB3_CALL_INIT;
     HPy result = HPy_NULL;
-    cb3_borrowed set = {.count = 0};
-    cb3_output out = CB3_OUTPUT_INIT;
-    if (cb3_parse_args(ctx, spec, args, nargs, kwnames, arg) < 0)
+    cb3_output *out = &call.out[0];
+    if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)
         return HPy_NULL;
-    const cb3_buffer *data = cb3_borrow(ctx, &set, arg[0], "data", CB3_READ);
-    const cb3_buffer *aad = data ? cb3_borrow(ctx, &set, arg[1], "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
+    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ);
+    const cb3_buffer *aad = data ? cb3_call_borrow(ctx, &call, 1, "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
     if (aad == NULL)
         goto done;
     /* Shorter than the tag: an empty output, and Rust refuses the message. */
     size_t out_len = !decrypt ? data->len + CB3_TAG_SIZE : data->len >= CB3_TAG_SIZE ? data->len - CB3_TAG_SIZE : 0;
-    if (cb3_output_new(ctx, out_len, &out) < 0)
+    if (cb3_output_new(ctx, out_len, out) < 0)
         goto done;
     const cb3_stream *stream = CB3_INNER(ctx, self, StreamObject, stream);
     if (stream == NULL)
         goto done;
-    cb3_result r;
-    CB3_RUN(ctx, &set, data->len + aad->len, r, op(stream, data->ptr, data->len, aad->ptr, aad->len, out.ptr, out.len, NULL));
-    if (cb3_raise(ctx, r, &(const cb3_given_lengths){.object = "cb3.Stream"}) < 0)
+    CB3_CALL_RUN(ctx, &call, data->len + aad->len, &(const cb3_error_context){.object = "cb3.Stream"},
+                 stream_call(stream, decrypt, data, aad, out));
+    if (call.status < 0)
         goto done;
-    result = cb3_output_finish(ctx, &out);
+    result = cb3_output_finish(ctx, out);
 done:
-    cb3_output_discard(&out);
-    cb3_release_all(ctx, &set);
-    return result;
+    return cb3_call_end(ctx, &call, result);
 }
 
 HPyDef_METH(Stream_encrypt, "encrypt", HPyFunc_KEYWORDS,
@@ -78,7 +78,7 @@ HPyDef_METH(Stream_encrypt, "encrypt", HPyFunc_KEYWORDS,
 static HPy Stream_encrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"encrypt", {"data", "associated_data", NULL}, 1, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_encrypt, 0);
+    return run(ctx, self, args, nargs, kwnames, &spec, 0);
 }
 
 HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
@@ -88,7 +88,7 @@ HPyDef_METH(Stream_decrypt, "decrypt", HPyFunc_KEYWORDS,
 static HPy Stream_decrypt_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"decrypt", {"data", "associated_data", NULL}, 1, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_stream_decrypt_private, 1); /* output: a new bytes object */
+    return run(ctx, self, args, nargs, kwnames, &spec, 1);
 }
 
 HPyDef_GET(Stream_message_index, "message_index",
@@ -102,11 +102,9 @@ static HPy Stream_message_index_get(HPyContext *ctx, HPy self, void *closure)
     return HPyLong_FromUInt64_t(ctx, cb3_stream_message_index(stream));
 }
 
-CB3_TYPE_FIXES(Stream, "cb3.Stream", "message_index")
-
 static HPyDef *Stream_defines[] = {
     &Stream_new, &Stream_destroy, &Stream_encrypt, &Stream_decrypt, &Stream_message_index,
-    CB3_TYPE_FIXES_DEFS(Stream) NULL,
+    CB3_TYPE_FIXES_DEFS NULL,
 };
 
 HPyType_Spec cb3_Stream_spec = {

@@ -167,7 +167,7 @@ int main(void)
     cb3_aead *aead = NULL;
     if (cb3_aead_new(key, sizeof key, &aead) != CB3_RESULT_OK) return 1;
     if (cb3_aead_encrypt(aead, nonce, sizeof nonce, (const uint8_t *)"hello", 5, NULL, 0, ct, sizeof ct, &n)) return 2;
-    if (cb3_aead_decrypt(aead, nonce, sizeof nonce, ct, n, NULL, 0, back, sizeof back, &n)) return 3;
+    if (cb3_aead_decrypt(aead, nonce, sizeof nonce, ct, n, NULL, 0, CB3_OUTPUT_MODE_SHARED, back, sizeof back, &n)) return 3;
     cb3_aead_free(aead);
     if (n != 5 || memcmp(back, "hello", 5) != 0) return 4;
     for (size_t i = 0; i < sizeof ct; i++) printf("%02x", ct[i]);

@@ -11,7 +11,7 @@ sealed and opened by the Rust core (rustlib/src/chunked.rs).
 
 from __future__ import annotations
 
-import struct
+from .. import _cb3
 
 # The format's exceptions, defined with every exception of cb3 in cb3/errors.py.
 from ..errors import ChunkedError as ChunkedError, ChunkedHeaderError as ChunkedHeaderError
@@ -39,24 +39,12 @@ STREAM_MAX_CHUNK_SIZE = CHUNKED_MAX_CHUNK_SIZE
 
 
 def encode_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
-    """The 27-byte header of the chunked format."""
-    return MAGIC + bytes([VERSION]) + struct.pack(">I", chunk_size) + bytes(nonce_prefix)
+    """The 27-byte header of the chunked format (rustlib's codec,
+    cb3_chunked_header_encode)."""
+    return _cb3.chunked_header_encode(chunk_size, nonce_prefix)
 
 
 def decode_header(header: bytes) -> tuple[int, bytes]:
-    """(chunk_size, nonce_prefix) of a header, or ChunkedHeaderError."""
-    if len(header) < CHUNKED_HEADER_SIZE:
-        raise ChunkedHeaderError(
-            f"not a cb3 stream: {len(header)} bytes, shorter than the {CHUNKED_HEADER_SIZE}-byte header"
-        )
-    if header[:7] != MAGIC:
-        raise ChunkedHeaderError("not a cb3 stream: the input does not start with b'CB3STRM'")
-    if header[7] != VERSION:
-        raise ChunkedHeaderError(f"unsupported cb3 stream version {header[7]} (this cb3 reads version {VERSION})")
-    (chunk_size,) = struct.unpack(">I", header[8:12])
-    if not CHUNKED_MIN_CHUNK_SIZE <= chunk_size <= CHUNKED_MAX_CHUNK_SIZE:
-        raise ChunkedHeaderError(
-            f"invalid cb3 stream header: chunk size {chunk_size} is outside "
-            f"{CHUNKED_MIN_CHUNK_SIZE}..{CHUNKED_MAX_CHUNK_SIZE}"
-        )
-    return chunk_size, bytes(header[12:CHUNKED_HEADER_SIZE])
+    """(chunk_size, nonce_prefix) of a header, or ChunkedHeaderError (rustlib's
+    codec, cb3_chunked_header_decode, which names the rule it breaks)."""
+    return _cb3.chunked_header_decode(header)

@@ -4,7 +4,8 @@ cbindgen writes the header from the Rust sources, doc comments included
 (rustlib/cbindgen.toml; the test command checks it has not drifted). The
 directive ``.. cb3-c-header:: ../rustlib/include/cb3.h`` parses it into the
 C domain's directives: every ``#define`` (c:macro), enum (c:enum with its
-c:enumerator members), opaque struct (c:struct), callback typedef (c:type)
+c:enumerator members), struct (c:struct, with its c:member fields if it is
+not opaque), callback typedef (c:type)
 and function (c:function), each with its ``/** ... */`` comment as the body,
 in header order. Nothing is copied by hand: a new export appears here when
 the header is regenerated, and ``parse`` refuses a declaration without a
@@ -25,7 +26,7 @@ DOC = re.compile(r"/\*\*(.*?)\*/", re.S)
 
 @dataclass
 class Decl:
-    kind: str          # macro, enum, struct, type, function
+    kind: str          # macro, enum, struct, type, function; enumerator, member
     name: str
     signature: str     # what follows the directive name
     doc: str
@@ -72,8 +73,18 @@ def parse(text: str) -> tuple[str, list[Decl]]:
             pos = m.end() + text[m.end() :].index(rest[: body_end]) + body_end
         elif rest.startswith("typedef struct"):
             name = rest.split()[2]
-            decls.append(Decl("struct", name, name, doc))
-            pos = m.end() + text[m.end() :].index(";")
+            struct = Decl("struct", name, name, doc)
+            end = rest.index(";")
+            if "{" in rest[:end]:  # a struct with documented fields, not an opaque one
+                end = rest.index("}")
+                body = rest[rest.index("{") + 1 : end]
+                for mm in re.finditer(r"/\*\*(.*?)\*/\s*([^;]+?)\s*;", body, re.S):
+                    field_name = mm.group(2).split()[-1]
+                    struct.members.append(Decl("member", field_name, " ".join(mm.group(2).split()),
+                                               _comment_text(mm.group(1))))
+                end = rest.index(";", end)
+            decls.append(struct)
+            pos = m.end() + text[m.end() :].index(rest[:end]) + end
         elif rest.startswith("typedef"):
             line = rest[: rest.index(";")]
             name = re.search(r"\(\*(\w+)\)", line).group(1)  # type: ignore[union-attr]
@@ -122,14 +133,14 @@ def to_rst(text: str, known: dict[str, str]) -> str:
 
 def directives(decls: list[Decl]) -> list[str]:
     known = {d.name: ("func" if d.kind == "function" else d.kind) for d in decls}
-    known.update({m.name: "enumerator" for d in decls for m in d.members})
+    known.update({m.name: m.kind for d in decls for m in d.members if m.kind == "enumerator"})
     out: list[str] = []
     for d in decls:
         out += [f".. c:{d.kind}:: {d.signature}", ""]
         out += ["   " + line if line else "" for line in to_rst(d.doc, known).split("\n")]
         out.append("")
         for member in d.members:
-            out += [f"   .. c:enumerator:: {member.signature}", ""]
+            out += [f"   .. c:{member.kind}:: {member.signature}", ""]
             out += ["      " + line if line else "" for line in to_rst(member.doc, known).split("\n")]
             out.append("")
     return out

@@ -16,7 +16,7 @@
  *   r = cb3_aead_encrypt(aead, nonce, CB3_NONCE_SIZE, msg, msg_len, aad, aad_len,
  *                        out, msg_len + CB3_TAG_SIZE, &n);
  *   ...
- *   r = cb3_aead_decrypt(aead, nonce, CB3_NONCE_SIZE, out, n, aad, aad_len,
+ *   r = cb3_aead_decrypt(aead, nonce, CB3_NONCE_SIZE, out, n, aad, aad_len, CB3_OUTPUT_MODE_SHARED,
  *                        msg, msg_len, &n);
  *   (CB3_RESULT_DECRYPTION_FAILED if anything was changed)
  *   cb3_aead_free(aead);
@@ -30,8 +30,9 @@
  * Rules for every function: inputs come before outputs; every buffer is
  * followed by its length; a pointer may be NULL only when its length is 0
  * (unless documented otherwise); outputs are written only when the function
- * returns CB3_RESULT_OK (the one documented exception: the errno detail of
- * CB3_RESULT_IO_ERROR), and an output may not overlap an input except
+ * returns CB3_RESULT_OK (the documented exceptions: the errno detail of
+ * CB3_RESULT_IO_ERROR and the fault detail of CB3_RESULT_INVALID_HEADER),
+ * and an output may not overlap an input except
  * where a function allows exact in-place operation; no pointer is kept
  * after a call returns; returned strings are static; no function allocates except the *_new and *_copy
  * functions (whose objects the matching *_free releases), cb3_blake3_update_mmap,
@@ -150,12 +151,6 @@
  * slower than `update` (the `blake3` crate's own guidance).
  */
 #define CB3_BLAKE3_PARALLEL_MIN (128 * 1024)
-
-/**
- * AEAD messages shorter than this stay on the calling thread: below it,
- * waking the pool costs more than the split saves.
- */
-#define PARALLEL_MIN (1 << 20)
 
 /**
  * What every fallible cb3 function returns.
@@ -291,6 +286,29 @@ typedef enum cb3_result {
 } cb3_result;
 
 /**
+ * A rule of the stream header, in the order they are checked.
+ */
+typedef enum cb3_chunked_header_rule {
+  /**
+   * The header is `CB3_CHUNKED_HEADER_SIZE` (27) bytes.
+   */
+  CB3_CHUNKED_HEADER_RULE_LENGTH = 1,
+  /**
+   * It starts with the magic "CB3STRM".
+   */
+  CB3_CHUNKED_HEADER_RULE_MAGIC = 2,
+  /**
+   * Byte 7 is `CB3_CHUNKED_VERSION`.
+   */
+  CB3_CHUNKED_HEADER_RULE_VERSION = 3,
+  /**
+   * The chunk size is within `CB3_CHUNKED_MIN_CHUNK_SIZE` ..
+   * `CB3_CHUNKED_MAX_CHUNK_SIZE`.
+   */
+  CB3_CHUNKED_HEADER_RULE_CHUNK_SIZE = 4,
+} cb3_chunked_header_rule;
+
+/**
  * Which crate call `cb3_bench_reference` times.
  */
 typedef enum cb3_bench_mode {
@@ -309,6 +327,39 @@ typedef enum cb3_bench_mode {
    */
   CB3_BENCH_MODE_DECRYPT = 2,
 } cb3_bench_mode;
+
+/**
+ * Who can see a decryption's output buffer while the call runs: the
+ * `output_mode` argument of `cb3_aead_decrypt`, `cb3_aead_decrypt_detached` and
+ * `cb3_stream_decrypt`. Any other value is refused with
+ * `CB3_RESULT_INVALID_ARGUMENT`.
+ */
+typedef enum cb3_output_mode {
+  /**
+   * The caller's memory, which other threads or processes may read or
+   * write during the call. Every ciphertext byte is read once, into a
+   * private copy that is MACed and then decrypted into the output
+   * (messages whose MAC input `aad || 8 || ct || 8` is at most 64 KiB are
+   * staged on the stack or in a per-thread buffer, longer ones in a copy
+   * as long as the message, freed before returning): plaintext reaches
+   * the output only after the tag has verified, and what another thread
+   * or process writes into the ciphertext during the call either fails the
+   * tag or is not used. On failure the output is left as it was.
+   */
+  CB3_OUTPUT_MODE_SHARED = 0,
+  /**
+   * Memory that nothing else reads or writes during the call (the caller
+   * has just allocated it and not yet shared it), in one pass: each piece
+   * of the ciphertext is copied into a private piece buffer, MACed there
+   * and decrypted from there into the output, without the message-long
+   * copy. It writes unverified plaintext into the output, so on failure
+   * the output is wiped (all zeros, for messages whose MAC input is over
+   * 64 KiB; shorter ones are verified first and the output is left as it
+   * was) and the caller must discard it. The Python package uses it for
+   * the bytes objects it returns.
+   */
+  CB3_OUTPUT_MODE_PRIVATE = 1,
+} cb3_output_mode;
 
 /**
  * A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
@@ -364,6 +415,23 @@ typedef struct cb3_chunked cb3_chunked;
  * created it (`CB3_RESULT_FORKED` in a `fork()` child).
  */
 typedef struct cb3_stream cb3_stream;
+
+/**
+ * Why `cb3_chunked_header_decode` refused a header: its error detail with
+ * `CB3_RESULT_INVALID_HEADER`, so that a caller can say what is wrong.
+ */
+typedef struct cb3_chunked_header_fault {
+  /**
+   * The first rule the header breaks.
+   */
+  enum cb3_chunked_header_rule rule;
+  /**
+   * The value that breaks it: the length given (`..._LENGTH`), the
+   * version byte (`..._VERSION`), the chunk size (`..._CHUNK_SIZE`); 0
+   * for `..._MAGIC`.
+   */
+  uint64_t value;
+} cb3_chunked_header_fault;
 
 /**
  * The interrupt callback of `cb3_blake3_update_file`: returns 0 to go on,
@@ -475,15 +543,16 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
 /**
  * Verifies and decrypts `ciphertext || tag` (as written by
  * `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
- * bytes. The tag is checked (in constant time) over the whole input before
- * a single byte of `out` is written, so unverified plaintext is never
- * released. Every ciphertext byte is read once, into a private copy that
- * is MACed and then decrypted into `out` (messages whose MAC input
- * `aad || 8 || ct || 8` is at most 64 KiB are staged on the stack or in a
- * per-thread buffer, longer ones in a copy as long as the message, freed
- * before returning): what another thread or process writes into `ciphertext` during
- * the call either fails the tag or is not used. For a freshly allocated
- * `out`, `cb3_aead_decrypt_private` skips the copy.
+ * bytes. Unverified plaintext is never released. With `CB3_OUTPUT_MODE_SHARED`
+ * the tag is checked (in constant time) over the whole input before a
+ * single byte of `out` is written: every ciphertext byte is read once, into
+ * a private copy that is MACed and then decrypted into `out` (messages
+ * whose MAC input `aad || 8 || ct || 8` is at most 64 KiB are staged on the
+ * stack or in a per-thread buffer, longer ones in a copy as long as the
+ * message, freed before returning), so what another thread or process
+ * writes into `ciphertext` during the call either fails the tag or is not
+ * used. For a freshly allocated `out`, `CB3_OUTPUT_MODE_PRIVATE` skips the copy
+ * and wipes `out` on failure (see `cb3_output_mode`).
  *
  * - `aead`: a cipher from `cb3_aead_new`. Not NULL.
  * - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
@@ -491,6 +560,9 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  *   NULL only if `ciphertext_len` is 0 (which then fails to decrypt).
  * - `aad`, `aad_len`: the associated data given to the encryption. NULL
  *   only if `aad_len` is 0.
+ * - `output_mode`: a `cb3_output_mode` value, who can see `out` during the call:
+ *   `CB3_OUTPUT_MODE_SHARED` (any memory), or `CB3_OUTPUT_MODE_PRIVATE` (memory no
+ *   one else uses: one pass, and `out` is wiped on failure).
  * - `out`, `out_len`: the output buffer, `out_len` at least
  *   `ciphertext_len - CB3_TAG_SIZE`. NULL only if that is 0. `out` may
  *   start exactly at `ciphertext` (in-place decryption); any other overlap
@@ -506,11 +578,13 @@ enum cb3_result cb3_aead_encrypt(const struct cb3_aead *aead,
  * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
  *   exactly in place.
- * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`, or
+ *   `output_mode` is not a `cb3_output_mode`.
  * - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
  *
- * On failure nothing is written: `out` and `*out_n` are left as they were
- * (in place, the buffer still holds the ciphertext).
+ * On failure with `CB3_OUTPUT_MODE_SHARED` nothing is written: `out` and
+ * `*out_n` are left as they were (in place, the buffer still holds the
+ * ciphertext); with `CB3_OUTPUT_MODE_PRIVATE`, see `cb3_output_mode`.
  */
 enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
                                  const uint8_t *nonce,
@@ -519,35 +593,10 @@ enum cb3_result cb3_aead_decrypt(const struct cb3_aead *aead,
                                  size_t ciphertext_len,
                                  const uint8_t *aad,
                                  size_t aad_len,
+                                 unsigned int output_mode,
                                  uint8_t *out,
                                  size_t out_len,
                                  size_t *out_n);
-
-/**
- * `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
- * the call (memory the caller has just allocated and not yet shared), in
- * one pass: each piece of the ciphertext is copied into a private piece
- * buffer, MACed there and decrypted from there into `out`. It writes unverified plaintext into `out`, so on
- * failure `out` is wiped (all zeros, for messages whose MAC input is over
- * 64 KiB; shorter ones are verified first and `out` is left as it was) and the
- * caller must discard it. The Python package uses it for the bytes objects it
- * returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
- * otherwise.
- *
- * `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
- * long as the message, for MAC inputs over 64 KiB) so that plaintext
- * reaches `out` only after the tag has verified, whoever else can see it.
- */
-enum cb3_result cb3_aead_decrypt_private(const struct cb3_aead *aead,
-                                         const uint8_t *nonce,
-                                         size_t nonce_len,
-                                         const uint8_t *ciphertext,
-                                         size_t ciphertext_len,
-                                         const uint8_t *aad,
-                                         size_t aad_len,
-                                         uint8_t *out,
-                                         size_t out_len,
-                                         size_t *out_n);
 
 /**
  * Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
@@ -599,6 +648,8 @@ enum cb3_result cb3_aead_encrypt_detached(const struct cb3_aead *aead,
  * - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
  * - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
  * - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
+ * - `output_mode`: a `cb3_output_mode` value, who can see `plaintext_out` during the
+ *   call (see `cb3_aead_decrypt`).
  * - `plaintext_out`, `plaintext_out_len`: at least `ciphertext_len` bytes.
  *   NULL only if `ciphertext_len` is 0. May start exactly at `ciphertext`
  *   (in place); any other overlap with an input is refused.
@@ -611,9 +662,12 @@ enum cb3_result cb3_aead_encrypt_detached(const struct cb3_aead *aead,
  * - `CB3_RESULT_INSUFFICIENT_SIZE`: `plaintext_out_len < ciphertext_len`.
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `plaintext_out` overlaps an input
  *   other than exactly in place.
- * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`, or
+ *   `output_mode` is not a `cb3_output_mode`.
+ * - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
  *
- * On failure nothing is written: `plaintext_out` is left as it was.
+ * On failure with `CB3_OUTPUT_MODE_SHARED` nothing is written: `plaintext_out`
+ * is left as it was; with `CB3_OUTPUT_MODE_PRIVATE`, see `cb3_output_mode`.
  */
 enum cb3_result cb3_aead_decrypt_detached(const struct cb3_aead *aead,
                                           const uint8_t *nonce,
@@ -624,25 +678,9 @@ enum cb3_result cb3_aead_decrypt_detached(const struct cb3_aead *aead,
                                           size_t tag_len,
                                           const uint8_t *aad,
                                           size_t aad_len,
+                                          unsigned int output_mode,
                                           uint8_t *plaintext_out,
                                           size_t plaintext_out_len);
-
-/**
- * `cb3_aead_decrypt_detached` for a `plaintext_out` that nothing else
- * reads or writes during the call, in one pass; on failure it is wiped (all
- * zeros). See `cb3_aead_decrypt_private`.
- */
-enum cb3_result cb3_aead_decrypt_detached_private(const struct cb3_aead *aead,
-                                                  const uint8_t *nonce,
-                                                  size_t nonce_len,
-                                                  const uint8_t *ciphertext,
-                                                  size_t ciphertext_len,
-                                                  const uint8_t *tag,
-                                                  size_t tag_len,
-                                                  const uint8_t *aad,
-                                                  size_t aad_len,
-                                                  uint8_t *plaintext_out,
-                                                  size_t plaintext_out_len);
 
 /**
  * Encrypts `buf` in place (`buf_len` bytes, the ciphertext is as long as
@@ -841,22 +879,27 @@ enum cb3_result cb3_chunked_header_encode(const uint8_t *nonce_prefix,
  *   prefix; at least `CB3_CHUNKED_PREFIX_SIZE` bytes. May be NULL (then
  *   `nonce_prefix_out_len` must be 0) if the prefix is not wanted.
  * - `chunk_size_out`: receives the chunk size. May be NULL.
+ * - `fault_out`: an error detail, written only with
+ *   `CB3_RESULT_INVALID_HEADER`: which rule the header breaks, and the
+ *   value that breaks it. May be NULL.
  *
  * Returns `CB3_RESULT_OK`, or:
  * - `CB3_RESULT_INVALID_HEADER`: not a cb3 stream header: wrong length,
- *   magic or version, or a chunk size out of range. (The header is not
- *   authenticated until a chunk opens: a modified prefix or chunk size that
- *   is still in range is caught by `cb3_chunked_open`.)
+ *   magic or version, or a chunk size out of range (`*fault_out` says
+ *   which). (The header is not authenticated until a chunk opens: a
+ *   modified prefix or chunk size that is still in range is caught by
+ *   `cb3_chunked_open`.)
  * - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
  *   `CB3_RESULT_OVERLAPPING_BUFFERS`.
  *
- * On failure nothing is written.
+ * On failure nothing is written but `*fault_out`.
  */
 enum cb3_result cb3_chunked_header_decode(const uint8_t *header,
                                           size_t header_len,
                                           uint8_t *nonce_prefix_out,
                                           size_t nonce_prefix_out_len,
-                                          uint32_t *chunk_size_out);
+                                          uint32_t *chunk_size_out,
+                                          struct cb3_chunked_header_fault *fault_out);
 
 /**
  * Creates the object that seals and opens the chunks of one stream.
@@ -865,7 +908,9 @@ enum cb3_result cb3_chunked_header_decode(const uint8_t *header,
  * - `header`, `header_len`: the stream's header (`cb3_chunked_header_encode`
  *   for a new stream; the first 27 bytes of a stream being read). Not
  *   NULL. It gives the chunk size and nonce prefix and is authenticated
- *   with every chunk.
+ *   with every chunk: the object keeps these exact bytes, which is why it
+ *   takes the header and not its parsed fields, and parses them with
+ *   `cb3_chunked_header_decode`'s parser.
  * - `aad`, `aad_len`: the caller's associated data, authenticated with
  *   every chunk after the header. NULL only if `aad_len` is 0. Copied.
  * - `max_threads`: threads for a batch of chunks (0 = one per core, 1 = the
@@ -1298,9 +1343,10 @@ enum cb3_result cb3_stream_encrypt(const struct cb3_stream *stream,
  * message index by one.
  *
  * - `stream`: a stream from `cb3_stream_new`. Not NULL.
- * - `ciphertext`, `ciphertext_len`, `aad`, `aad_len`, `out`, `out_len`,
- *   `out_n`: as for `cb3_aead_decrypt` (same NULL, size and overlap rules;
- *   `out` may start exactly at `ciphertext`; `out_n` may be NULL).
+ * - `ciphertext`, `ciphertext_len`, `aad`, `aad_len`, `output_mode`, `out`,
+ *   `out_len`, `out_n`: as for `cb3_aead_decrypt` (same NULL, size and
+ *   overlap rules; `out` may start exactly at `ciphertext`; `out_n` may be
+ *   NULL; `output_mode` a `cb3_output_mode`).
  *
  * Returns `CB3_RESULT_OK`, or:
  * - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match this message's
@@ -1315,34 +1361,24 @@ enum cb3_result cb3_stream_encrypt(const struct cb3_stream *stream,
  * - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
  * - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
  *   exactly in place.
- * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
+ * - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`, or
+ *   `output_mode` is not a `cb3_output_mode`.
+ * - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
  *
- * On failure nothing is written (`out` and `*out_n` are left as they were)
- * and the message index does not move, so the right message can still be
- * decrypted afterwards.
+ * On failure the message index does not move, so the right message can
+ * still be decrypted afterwards; with `CB3_OUTPUT_MODE_SHARED` nothing is
+ * written (`out` and `*out_n` are left as they were), with
+ * `CB3_OUTPUT_MODE_PRIVATE` `out` may have been wiped (see `cb3_output_mode`).
  */
 enum cb3_result cb3_stream_decrypt(const struct cb3_stream *stream,
                                    const uint8_t *ciphertext,
                                    size_t ciphertext_len,
                                    const uint8_t *aad,
                                    size_t aad_len,
+                                   unsigned int output_mode,
                                    uint8_t *out,
                                    size_t out_len,
                                    size_t *out_n);
-
-/**
- * `cb3_stream_decrypt` for an `out` that nothing else reads or writes
- * during the call, in one pass; on failure it is wiped (all zeros) and the
- * index does not move. See `cb3_aead_decrypt_private`.
- */
-enum cb3_result cb3_stream_decrypt_private(const struct cb3_stream *stream,
-                                           const uint8_t *ciphertext,
-                                           size_t ciphertext_len,
-                                           const uint8_t *aad,
-                                           size_t aad_len,
-                                           uint8_t *out,
-                                           size_t out_len,
-                                           size_t *out_n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,5 +1,5 @@
-//! ChaCha20-BLAKE3, the committing AEAD of the `chacha20-blake3` crate, and
-//! its C ABI (`cb3_aead_*`).
+//! ChaCha20-BLAKE3, the committing AEAD of the `chacha20-blake3` crate, over
+//! Rust slices (its C ABI, `cb3_aead_*`, is `ffi::aead`).
 //!
 //! The construction (exactly the crate's, checked byte for byte against it in
 //! `tests/abi.rs`):
@@ -21,7 +21,6 @@
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
 use chacha20::cipher::array::Array;
@@ -33,8 +32,8 @@ use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::buffers::{data_and_output, disjoint, fixed, store, xor_keystream, Raw, Source};
-use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::ffi::buffers::{xor_keystream, Source};
+use crate::ffi::errors::{cb3_result, Cb3Result};
 use crate::parallel::{self, LazyPool};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
 
@@ -95,11 +94,11 @@ pub enum Output {
 /// in private memory laid out as the MAC input. Longer ones take the
 /// piecewise `Pass`. Both give identical bytes; `tests/abi.rs` checks every
 /// length and associated-data length around it.
-pub(crate) const DIRECT_MAX: usize = crate::direct::MAX_INPUT;
+pub(crate) const DIRECT_MAX: usize = crate::blake3_compressions::MAX_INPUT;
 
 /// Direct-path messages whose staged MAC input fits this many bytes stage it
 /// on the stack (no thread-local buffer): one BLAKE3 chunk.
-const STACK_STAGE: usize = crate::direct::CHUNK_LEN;
+const STACK_STAGE: usize = crate::blake3_compressions::CHUNK_LEN;
 
 /// The per-message secrets (of both paths; the direct path also keeps its
 /// MAC state and last keystream here), in one place so that one drop wipes
@@ -151,8 +150,8 @@ impl Secrets {
     /// Derives the message keys: the crate's KDF, the first 72 bytes of
     /// BLAKE3-keyed(key, nonce).
     fn derive(&mut self, key: &[u8; 32], nonce: &[u8; 24]) {
-        let words = crate::direct::key_words(key, &mut self.key);
-        crate::direct::keyed_xof_24(words, nonce, &mut self.kdf);
+        let words = crate::blake3_compressions::key_words(key, &mut self.key);
+        crate::blake3_compressions::keyed_xof_24(words, nonce, &mut self.kdf);
     }
 
     fn auth_key(&self) -> &[u8; 32] {
@@ -176,10 +175,10 @@ impl Secrets {
     /// The tag of the staged MAC input `aad[..whole] || staged`.
     fn mac(&mut self, aad_whole: &[u8], staged: &[u8]) -> [u8; 32] {
         let auth: &[u8; 32] = self.kdf[32..64].try_into().expect("32 bytes");
-        let words = crate::direct::key_words(auth, &mut self.auth);
+        let words = crate::blake3_compressions::key_words(auth, &mut self.auth);
         let mut tag = [0u8; 32];
-        if aad_whole.len() + staged.len() <= crate::direct::CHUNK_LEN {
-            crate::direct::hash_chunk(words, crate::direct::KEYED_HASH, staged, &mut tag, &mut self.cv);
+        if aad_whole.len() + staged.len() <= crate::blake3_compressions::CHUNK_LEN {
+            crate::blake3_compressions::hash_chunk(words, crate::blake3_compressions::KEYED_HASH, staged, &mut tag, &mut self.cv);
         } else {
             mac_tree(words, aad_whole, staged, &mut tag);
         }
@@ -215,8 +214,8 @@ impl Secrets {
 /// scrub less deeply).
 #[inline(never)]
 fn mac_tree(words: &[u32; 8], aad_whole: &[u8], staged: &[u8], tag: &mut [u8; 32]) {
-    let mut tree = crate::direct::Tree::new();
-    crate::direct::hash_tree(words, crate::direct::KEYED_HASH, aad_whole, staged, tag, &mut tree);
+    let mut tree = crate::blake3_compressions::Tree::new();
+    crate::blake3_compressions::hash_tree(words, crate::blake3_compressions::KEYED_HASH, aad_whole, staged, tag, &mut tree);
     tree.wipe();
 }
 
@@ -228,7 +227,7 @@ fn mac_tree(words: &[u32; 8], aad_whole: &[u8], staged: &[u8], tag: &mut [u8; 32
 /// `stage` has room for `aad.len() % CHUNK_LEN + 16 + data.len()` bytes and
 /// overlaps neither input.
 unsafe fn stage(stage: *mut u8, aad: &[u8], data: *const u8, data_len: usize) -> (usize, usize) {
-    let rest = &aad[aad.len() / crate::direct::CHUNK_LEN * crate::direct::CHUNK_LEN..];
+    let rest = &aad[aad.len() / crate::blake3_compressions::CHUNK_LEN * crate::blake3_compressions::CHUNK_LEN..];
     let at = rest.len() + 8;
     // SAFETY: the caller's contract: `stage` has room for `rest.len() + 8 +
     // data_len + 8` bytes (every offset below stays inside), `data` is
@@ -269,7 +268,7 @@ fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> 
         };
         // Slack behind the bytes asked for: blake3's AVX2 `hash_many` reads
         // 16 bytes past each chunk it hashes, and a piece may fill the
-        // buffer up to `len` (see direct.rs).
+        // buffer up to `len` (see blake3_compressions.rs).
         let want = len.max(piece_len()) + SCRATCH_SLACK;
         if scratch.len() < want {
             scratch.try_reserve_exact(want - scratch.len()).map_err(|_| cb3_result::OutOfMemory)?;
@@ -293,7 +292,7 @@ fn staged<R>(
     finish: impl FnOnce(&mut Secrets, &[u8], &mut [u8], Range<usize>, &mut [u8]) -> Cb3Result<R>,
 ) -> Cb3Result<R> {
     let len = out.len();
-    let whole = aad.len() / crate::direct::CHUNK_LEN * crate::direct::CHUNK_LEN;
+    let whole = aad.len() / crate::blake3_compressions::CHUNK_LEN * crate::blake3_compressions::CHUNK_LEN;
     let staged_len = aad.len() - whole + 16 + len;
     with_stage(staged_len, |buf| {
         let from = match source {
@@ -346,7 +345,7 @@ fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// deeper for messages with more than one chunk of MAC input (the chaining
 /// values of `mac_tree`, the thread-local staging).
 fn scrub_direct(mac_input: usize) {
-    match (mac_input <= crate::direct::CHUNK_LEN, crate::info::avx512()) {
+    match (mac_input <= crate::blake3_compressions::CHUNK_LEN, crate::info::avx512()) {
         (true, _) => crate::wipe::scrub_stack(),
         (false, false) => crate::wipe::scrub_stack_direct_wide(),
         (false, true) => crate::wipe::scrub_stack_wide(),
@@ -356,7 +355,7 @@ fn scrub_direct(mac_input: usize) {
 /// How many bytes below the caller `scrub_direct(mac_input)` zeroes.
 #[cfg(test)]
 fn scrub_direct_depth(mac_input: usize) -> usize {
-    match (mac_input <= crate::direct::CHUNK_LEN, crate::info::avx512()) {
+    match (mac_input <= crate::blake3_compressions::CHUNK_LEN, crate::info::avx512()) {
         (true, _) => crate::wipe::SCRUB_BYTES,
         (false, false) => crate::wipe::DIRECT_WIDE_SCRUB_BYTES,
         (false, true) => crate::wipe::WIDE_SCRUB_BYTES,
@@ -765,606 +764,6 @@ fn open_with(
     }
 }
 
-/// A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
-///
-/// Opaque: create with `cb3_aead_new`, release with `cb3_aead_free` (which
-/// wipes the key). Immutable after creation, so one `cb3_aead` may be used
-/// by any number of threads at once without locking, as long as none of
-/// them frees it while others use it.
-pub struct cb3_aead {
-    key: Zeroizing<[u8; 32]>,
-    /// The pool for messages of at least 1 MiB (None: the calling thread),
-    /// shared with every cipher of the same effective thread count.
-    pool: Option<Arc<LazyPool>>,
-}
-
-impl cb3_aead {
-    pub fn new(key: &[u8; 32], max_threads: usize) -> Self {
-        cb3_aead { key: Zeroizing::new(*key), pool: parallel::shared_pool(max_threads) }
-    }
-
-    pub fn key(&self) -> &[u8; 32] {
-        &self.key
-    }
-
-    pub fn pool(&self) -> Option<&LazyPool> {
-        self.pool.as_deref()
-    }
-}
-
-/// `ciphertext || tag` of `data` into `out`; returns the bytes written.
-/// Shared by `cb3_aead_encrypt` and `cb3_stream_encrypt`.
-///
-/// # Safety
-/// See `buffers`: valid `(ptr, len)` pairs.
-pub(crate) unsafe fn seal_combined(
-    key: &[u8; 32],
-    nonce: Raw,
-    data: Raw,
-    aad: Raw,
-    out: *mut u8,
-    out_len: usize,
-    pool: Option<&LazyPool>,
-) -> Cb3Result<usize> {
-    // SAFETY: the caller's contract: `nonce` is a valid pair.
-    let nonce_bytes = unsafe { fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength) }?;
-    let total = data.len.checked_add(CB3_TAG_SIZE).ok_or(cb3_result::InvalidArgument)?;
-    Raw::output(out, out_len, total)?;
-    let body = Raw::new(out, data.len)?;
-    let tag_out = Raw::new(out.wrapping_add(data.len), CB3_TAG_SIZE)?;
-    disjoint(&tag_out, &[data, aad, nonce])?;
-    // SAFETY: the caller's contract: `out` is valid for `out_len >= total`
-    // bytes, so for `body` and `tag_out`; `data` and `aad` are valid pairs.
-    let (source, body) = unsafe { data_and_output(data, body, &[aad, nonce]) }?;
-    // SAFETY: as above (`aad` a valid pair, not overlapping `body`).
-    let tag = seal(key, nonce_bytes, unsafe { aad.as_slice() }, source, body, pool)?;
-    // SAFETY: `tag_out` is CB3_TAG_SIZE writable bytes inside `out`,
-    // disjoint from every input (checked above).
-    unsafe { ptr::copy_nonoverlapping(tag.as_ptr(), tag_out.ptr as *mut u8, CB3_TAG_SIZE) };
-    Ok(total)
-}
-
-/// Verifies and decrypts `ciphertext || tag` into `out`; returns the
-/// plaintext length. Shared by `cb3_aead_decrypt*` and `cb3_stream_decrypt*`.
-///
-/// # Safety
-/// See `buffers`: valid `(ptr, len)` pairs.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn open_combined(
-    key: &[u8; 32],
-    nonce: Raw,
-    input: Raw,
-    aad: Raw,
-    out: *mut u8,
-    out_len: usize,
-    output: Output,
-    pool: Option<&LazyPool>,
-) -> Cb3Result<usize> {
-    // SAFETY: the caller's contract: `nonce` is a valid pair.
-    let nonce_bytes = unsafe { fixed::<24>(nonce.ptr, nonce.len, cb3_result::InvalidNonceLength) }?;
-    if input.len < CB3_TAG_SIZE {
-        return Err(cb3_result::DecryptionFailed);
-    }
-    let body_len = input.len - CB3_TAG_SIZE;
-    let out = Raw::output(out, out_len, body_len)?;
-    let data = Raw::new(input.ptr, body_len)?;
-    let tag = Raw::new(input.ptr.wrapping_add(body_len), CB3_TAG_SIZE)?;
-    // SAFETY: the caller's contract: `input` and `aad` are valid pairs and
-    // `out` holds `out_len >= body_len` writable bytes.
-    let (source, out) = unsafe { data_and_output(data, out, &[tag, aad, nonce]) }?;
-    // SAFETY: `tag` is the last CB3_TAG_SIZE bytes of `input` (a valid pair),
-    // disjoint from `out`; `open` copies it before anything else.
-    let (aad, tag) = unsafe { (aad.as_slice(), &*(tag.ptr as *const [u8; 32])) };
-    open(key, nonce_bytes, aad, tag, source, out, output, pool)?;
-    Ok(body_len)
-}
-
-/// The cipher and the nonce that every exported AEAD call starts with,
-/// checked in that order, and the nonce's `Raw` view for the overlap checks.
-///
-/// # Safety
-/// `aead` is NULL or came from `cb3_aead_new`; `nonce` is NULL or valid for
-/// `nonce_len` bytes.
-unsafe fn cipher_and_nonce<'a>(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-) -> Cb3Result<(&'a cb3_aead, &'a [u8; 24], Raw)> {
-    // SAFETY: the caller's contract.
-    let aead = unsafe { crate::object::get(aead) }?;
-    // SAFETY: the caller's contract.
-    let nonce = unsafe { fixed::<24>(nonce, nonce_len, cb3_result::InvalidNonceLength) }?;
-    Ok((aead, nonce, Raw::new(nonce.as_ptr(), 24)?))
-}
-
-/// A decryption's tag, exactly `CB3_TAG_SIZE` bytes, and its `Raw` view.
-///
-/// # Safety
-/// `tag` is NULL or valid for `tag_len` bytes.
-unsafe fn tag_arg<'a>(tag: *const u8, tag_len: usize) -> Cb3Result<(&'a [u8; 32], Raw)> {
-    // SAFETY: the caller's contract.
-    let tag = unsafe { fixed::<32>(tag, tag_len, cb3_result::InvalidTagLength) }?;
-    Ok((tag, Raw::new(tag.as_ptr(), 32)?))
-}
-
-/// Creates a cipher object holding a copy of `key`.
-///
-/// - `key`, `key_len`: the secret key, exactly `CB3_KEY_SIZE` (32) bytes.
-///   Not NULL. It is copied: the caller may wipe its own copy afterwards.
-/// - `aead_out`: receives the new object. Not NULL. Release the object
-///   with `cb3_aead_free`.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_NULL_PARAMETER`: `key` or `aead_out` is NULL.
-/// - `CB3_RESULT_INVALID_KEY_LENGTH`: `key_len != CB3_KEY_SIZE`.
-///
-/// On failure `*aead_out` is not written and nothing is allocated.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_new(key: *const u8, key_len: usize, aead_out: *mut *mut cb3_aead) -> cb3_result {
-    // SAFETY: this function's contract is that one's.
-    unsafe { cb3_aead_new_with_threads(key, key_len, 1, aead_out) }
-}
-
-/// Like `cb3_aead_new`, for a cipher that splits each message of at least
-/// 1 MiB across up to `max_threads` threads (0 = one per core; 1 = the
-/// calling thread only, as `cb3_aead_new`). The ChaCha keystream is split at
-/// 64-byte block boundaries and the BLAKE3 MAC is hashed as a tree, so the
-/// output is byte-for-byte the same for every `max_threads`. `max_threads`
-/// is capped at the cores the process may use; the threads belong to a pool
-/// per (capped) thread count, shared with every cipher and hasher of that
-/// count, created on first use and ended when the last of them is freed.
-///
-/// Returns what `cb3_aead_new` returns. On failure `*aead_out` is not
-/// written and nothing is allocated.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_new_with_threads(
-    key: *const u8,
-    key_len: usize,
-    max_threads: usize,
-    aead_out: *mut *mut cb3_aead,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract: `key` is NULL or valid for `key_len` bytes.
-        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
-        // SAFETY: the C caller's contract: `aead_out` is NULL or valid for a write.
-        let made = unsafe { crate::object::give(cb3_aead::new(key, max_threads), aead_out) };
-        scrub_stack();
-        made
-    })
-}
-
-/// Wipes the key and frees a cipher made by `cb3_aead_new`.
-///
-/// `aead` may be NULL (then nothing happens). After this call `aead` must
-/// not be used again, by this thread or any other; freeing it while another
-/// thread is still inside a call with it is undefined behaviour. Freeing it
-/// twice, or freeing a pointer that is not a live cipher, prints a message
-/// to stderr and aborts; other calls on a freed cipher return
-/// `CB3_RESULT_INVALID_ARGUMENT` (see `cb3_stream_free`).
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_free(aead: *mut cb3_aead) {
-    // SAFETY: the contract above: NULL or a pointer from cb3_aead_new that
-    // no other thread uses any more.
-    ffi_boundary_or((), || unsafe { crate::object::free(aead) })
-}
-
-/// Encrypts `plaintext` and writes `ciphertext || tag` to `out`: exactly
-/// `plaintext_len + CB3_TAG_SIZE` bytes.
-///
-/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
-/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
-///   Never encrypt two messages under the same key and nonce; random
-///   nonces are fine.
-/// - `plaintext`, `plaintext_len`: the message. NULL only if `plaintext_len`
-///   is 0.
-/// - `aad`, `aad_len`: associated data, authenticated but not encrypted.
-///   NULL only if `aad_len` is 0.
-/// - `out`, `out_len`: the output buffer, `out_len` at least
-///   `plaintext_len + CB3_TAG_SIZE`. Not NULL (the tag is always written).
-///   `out` may start exactly at `plaintext` (in-place encryption, the buffer
-///   having room for the tag); any other overlap with `nonce`, `plaintext`
-///   or `aad` is refused.
-/// - `out_n`: receives the number of bytes written. May be NULL.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
-/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
-/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < plaintext_len + CB3_TAG_SIZE`.
-/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
-///   exactly in place.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
-///
-/// On failure nothing is written: `out` and `*out_n` are left as they were.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_encrypt(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    plaintext: *const u8,
-    plaintext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract (see cipher_and_nonce).
-        let (aead, _, nonce) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
-        let (plaintext, aad) = (Raw::new(plaintext, plaintext_len)?, Raw::new(aad, aad_len)?);
-        // SAFETY: the C caller's contract: every pointer is valid for its
-        // length (`out` for `out_len` writable bytes).
-        let written = unsafe { seal_combined(aead.key(), nonce, plaintext, aad, out, out_len, aead.pool()) }?;
-        // SAFETY: the C caller's contract: `out_n` is NULL or valid for a write.
-        unsafe { store(out_n, written) };
-        Ok(())
-    })
-}
-
-/// Verifies and decrypts `ciphertext || tag` (as written by
-/// `cb3_aead_encrypt`) into `out`: exactly `ciphertext_len - CB3_TAG_SIZE`
-/// bytes. The tag is checked (in constant time) over the whole input before
-/// a single byte of `out` is written, so unverified plaintext is never
-/// released. Every ciphertext byte is read once, into a private copy that
-/// is MACed and then decrypted into `out` (messages whose MAC input
-/// `aad || 8 || ct || 8` is at most 64 KiB are staged on the stack or in a
-/// per-thread buffer, longer ones in a copy as long as the message, freed
-/// before returning): what another thread or process writes into `ciphertext` during
-/// the call either fails the tag or is not used. For a freshly allocated
-/// `out`, `cb3_aead_decrypt_private` skips the copy.
-///
-/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
-/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
-/// - `ciphertext`, `ciphertext_len`: the ciphertext followed by its tag.
-///   NULL only if `ciphertext_len` is 0 (which then fails to decrypt).
-/// - `aad`, `aad_len`: the associated data given to the encryption. NULL
-///   only if `aad_len` is 0.
-/// - `out`, `out_len`: the output buffer, `out_len` at least
-///   `ciphertext_len - CB3_TAG_SIZE`. NULL only if that is 0. `out` may
-///   start exactly at `ciphertext` (in-place decryption); any other overlap
-///   with `nonce`, `ciphertext` (including its tag) or `aad` is refused.
-/// - `out_n`: receives the plaintext length. May be NULL.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match (wrong key,
-///   nonce, associated data, or a modified ciphertext or tag), or
-///   `ciphertext_len < CB3_TAG_SIZE`.
-/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
-/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
-/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `out_len < ciphertext_len - CB3_TAG_SIZE`.
-/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `out` overlaps an input other than
-///   exactly in place.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
-/// - `CB3_RESULT_OUT_OF_MEMORY`: the private copy could not be allocated.
-///
-/// On failure nothing is written: `out` and `*out_n` are left as they were
-/// (in place, the buffer still holds the ciphertext).
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_combined's.
-    unsafe { decrypt_combined(aead, nonce, nonce_len, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Shared) }
-}
-
-/// `cb3_aead_decrypt` and `cb3_aead_decrypt_private`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn decrypt_combined(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-    output: Output,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract (see cipher_and_nonce).
-        let (aead, _, nonce) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
-        let (ciphertext, aad) = (Raw::new(ciphertext, ciphertext_len)?, Raw::new(aad, aad_len)?);
-        // SAFETY: the C caller's contract: every pointer is valid for its
-        // length (`out` for `out_len` writable bytes).
-        let written = unsafe { open_combined(aead.key(), nonce, ciphertext, aad, out, out_len, output, aead.pool()) }?;
-        // SAFETY: the C caller's contract: `out_n` is NULL or valid for a write.
-        unsafe { store(out_n, written) };
-        Ok(())
-    })
-}
-
-/// `cb3_aead_decrypt` for an `out` that nothing else reads or writes during
-/// the call (memory the caller has just allocated and not yet shared), in
-/// one pass: each piece of the ciphertext is copied into a private piece
-/// buffer, MACed there and decrypted from there into `out`. It writes unverified plaintext into `out`, so on
-/// failure `out` is wiped (all zeros, for messages whose MAC input is over
-/// 64 KiB; shorter ones are verified first and `out` is left as it was) and the
-/// caller must discard it. The Python package uses it for the bytes objects it
-/// returns. Parameters, results and outputs are those of `cb3_aead_decrypt`
-/// otherwise.
-///
-/// `cb3_aead_decrypt` instead stages the ciphertext in a private copy (as
-/// long as the message, for MAC inputs over 64 KiB) so that plaintext
-/// reaches `out` only after the tag has verified, whoever else can see it.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt_private(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    out: *mut u8,
-    out_len: usize,
-    out_n: *mut usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_combined's.
-    unsafe { decrypt_combined(aead, nonce, nonce_len, ciphertext, ciphertext_len, aad, aad_len, out, out_len, out_n, Output::Private) }
-}
-
-/// Encrypts `plaintext` into `ciphertext_out` (exactly `plaintext_len`
-/// bytes) and writes the tag to `tag_out` (exactly `CB3_TAG_SIZE` bytes).
-/// The same bytes as `cb3_aead_encrypt`, in two buffers.
-///
-/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
-/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
-/// - `plaintext`, `plaintext_len`: the message. NULL only if `plaintext_len`
-///   is 0.
-/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
-/// - `ciphertext_out`, `ciphertext_out_len`: at least `plaintext_len` bytes.
-///   NULL only if `plaintext_len` is 0. May start exactly at `plaintext`
-///   (in place); any other overlap with an input is refused.
-/// - `tag_out`, `tag_out_len`: at least `CB3_TAG_SIZE` bytes. Not NULL.
-///   Must not overlap any input or `ciphertext_out`.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
-/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
-/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `ciphertext_out_len < plaintext_len`
-///   or `tag_out_len < CB3_TAG_SIZE`.
-/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: an output overlaps an input (other
-///   than `ciphertext_out` exactly at `plaintext`) or the other output.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
-///
-/// On failure nothing is written: `ciphertext_out` and `tag_out` are left
-/// as they were.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_encrypt_detached(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    plaintext: *const u8,
-    plaintext_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    ciphertext_out: *mut u8,
-    ciphertext_out_len: usize,
-    tag_out: *mut u8,
-    tag_out_len: usize,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract (see cipher_and_nonce).
-        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
-        let data = Raw::new(plaintext, plaintext_len)?;
-        let aad = Raw::new(aad, aad_len)?;
-        let body = Raw::output(ciphertext_out, ciphertext_out_len, plaintext_len)?;
-        let tag_raw = Raw::output(tag_out, tag_out_len, CB3_TAG_SIZE)?;
-        disjoint(&tag_raw, &[data, aad, nonce_raw, body])?;
-        // SAFETY: the C caller's contract: every pointer valid for its length.
-        let (source, body) = unsafe { data_and_output(data, body, &[aad, nonce_raw]) }?;
-        // SAFETY: as above; `aad` does not overlap `body` (checked).
-        let tag = seal(aead.key(), nonce, unsafe { aad.as_slice() }, source, body, aead.pool())?;
-        // SAFETY: `tag_out` holds at least CB3_TAG_SIZE writable bytes (checked
-        // above) and overlaps nothing else.
-        unsafe { ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE) };
-        Ok(())
-    })
-}
-
-/// Verifies `tag` over `ciphertext` and, only if it matches, decrypts it
-/// into `plaintext_out` (exactly `ciphertext_len` bytes). The inverse of
-/// `cb3_aead_encrypt_detached`.
-///
-/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
-/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
-/// - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
-/// - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
-/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
-/// - `plaintext_out`, `plaintext_out_len`: at least `ciphertext_len` bytes.
-///   NULL only if `ciphertext_len` is 0. May start exactly at `ciphertext`
-///   (in place); any other overlap with an input is refused.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match.
-/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
-/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
-/// - `CB3_RESULT_INVALID_TAG_LENGTH`: `tag_len != CB3_TAG_SIZE`.
-/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `plaintext_out_len < ciphertext_len`.
-/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `plaintext_out` overlaps an input
-///   other than exactly in place.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
-///
-/// On failure nothing is written: `plaintext_out` is left as it was.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt_detached(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    tag: *const u8,
-    tag_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    plaintext_out: *mut u8,
-    plaintext_out_len: usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_detached's.
-    unsafe { decrypt_detached(aead, nonce, nonce_len, ciphertext, ciphertext_len, tag, tag_len, aad, aad_len, plaintext_out, plaintext_out_len, Output::Shared) }
-}
-
-/// `cb3_aead_decrypt_detached` for a `plaintext_out` that nothing else
-/// reads or writes during the call, in one pass; on failure it is wiped (all
-/// zeros). See `cb3_aead_decrypt_private`.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt_detached_private(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    tag: *const u8,
-    tag_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    plaintext_out: *mut u8,
-    plaintext_out_len: usize,
-) -> cb3_result {
-    // SAFETY: this function's contract is decrypt_detached's.
-    unsafe { decrypt_detached(aead, nonce, nonce_len, ciphertext, ciphertext_len, tag, tag_len, aad, aad_len, plaintext_out, plaintext_out_len, Output::Private) }
-}
-
-/// `cb3_aead_decrypt_detached` and `cb3_aead_decrypt_detached_private`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn decrypt_detached(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    ciphertext: *const u8,
-    ciphertext_len: usize,
-    tag: *const u8,
-    tag_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    plaintext_out: *mut u8,
-    plaintext_out_len: usize,
-    output: Output,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract (see cipher_and_nonce).
-        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
-        // SAFETY: the C caller's contract: `tag` valid for `tag_len` bytes.
-        let (tag, tag_raw) = unsafe { tag_arg(tag, tag_len) }?;
-        let data = Raw::new(ciphertext, ciphertext_len)?;
-        let aad = Raw::new(aad, aad_len)?;
-        let out = Raw::output(plaintext_out, plaintext_out_len, ciphertext_len)?;
-        // SAFETY: the C caller's contract: every pointer valid for its length.
-        let (source, out) = unsafe { data_and_output(data, out, &[tag_raw, aad, nonce_raw]) }?;
-        // SAFETY: as above; `aad` does not overlap `out` (checked).
-        open(aead.key(), nonce, unsafe { aad.as_slice() }, tag, source, out, output, aead.pool())
-    })
-}
-
-/// Encrypts `buf` in place (`buf_len` bytes, the ciphertext is as long as
-/// the plaintext) and writes the tag to `tag_out` (exactly `CB3_TAG_SIZE`
-/// bytes).
-///
-/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
-/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
-/// - `buf`, `buf_len`: the message, replaced by its ciphertext. NULL only if
-///   `buf_len` is 0. Must not overlap `nonce` or `aad`.
-/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
-/// - `tag_out`, `tag_out_len`: at least `CB3_TAG_SIZE` bytes. Not NULL.
-///   Must not overlap `buf`, `nonce` or `aad`.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
-/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
-/// - `CB3_RESULT_INSUFFICIENT_SIZE`: `tag_out_len < CB3_TAG_SIZE`.
-/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `buf` or `tag_out` overlaps a buffer
-///   it must not.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
-///
-/// On failure nothing is written: `buf` and `tag_out` are left as they were.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_encrypt_in_place(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    buf: *mut u8,
-    buf_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-    tag_out: *mut u8,
-    tag_out_len: usize,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract (see cipher_and_nonce).
-        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
-        let buf = Raw::new(buf, buf_len)?;
-        let aad = Raw::new(aad, aad_len)?;
-        let tag_raw = Raw::output(tag_out, tag_out_len, CB3_TAG_SIZE)?;
-        disjoint(&tag_raw, &[buf, aad, nonce_raw])?;
-        disjoint(&buf, &[aad, nonce_raw])?;
-        // SAFETY: the C caller's contract: `buf` and `aad` valid for their
-        // lengths, and disjoint (checked above).
-        let (aad, buf) = unsafe { (aad.as_slice(), buf.as_mut_slice()) };
-        let tag = seal(aead.key(), nonce, aad, Source::InPlace, buf, aead.pool())?;
-        // SAFETY: `tag_out` holds at least CB3_TAG_SIZE writable bytes (checked
-        // above) and overlaps nothing else.
-        unsafe { ptr::copy_nonoverlapping(tag.as_ptr(), tag_out, CB3_TAG_SIZE) };
-        Ok(())
-    })
-}
-
-/// Verifies `tag` over `buf` and, only if it matches, decrypts `buf` in
-/// place. The inverse of `cb3_aead_encrypt_in_place`.
-///
-/// - `aead`: a cipher from `cb3_aead_new`. Not NULL.
-/// - `nonce`, `nonce_len`: exactly `CB3_NONCE_SIZE` (24) bytes. Not NULL.
-/// - `buf`, `buf_len`: the ciphertext, replaced by the plaintext. NULL only
-///   if `buf_len` is 0. Must not overlap `nonce`, `tag` or `aad`.
-/// - `tag`, `tag_len`: exactly `CB3_TAG_SIZE` (32) bytes. Not NULL.
-/// - `aad`, `aad_len`: associated data. NULL only if `aad_len` is 0.
-///
-/// Returns `CB3_RESULT_OK`, or:
-/// - `CB3_RESULT_DECRYPTION_FAILED`: the tag does not match.
-/// - `CB3_RESULT_NULL_PARAMETER`: a pointer above that may not be NULL is.
-/// - `CB3_RESULT_INVALID_NONCE_LENGTH`: `nonce_len != CB3_NONCE_SIZE`.
-/// - `CB3_RESULT_INVALID_TAG_LENGTH`: `tag_len != CB3_TAG_SIZE`.
-/// - `CB3_RESULT_OVERLAPPING_BUFFERS`: `buf` overlaps `nonce`, `tag` or `aad`.
-/// - `CB3_RESULT_INVALID_ARGUMENT`: a length is above `PTRDIFF_MAX`.
-///
-/// On failure nothing is written: `buf` still holds the ciphertext.
-#[no_mangle]
-pub unsafe extern "C" fn cb3_aead_decrypt_in_place(
-    aead: *const cb3_aead,
-    nonce: *const u8,
-    nonce_len: usize,
-    buf: *mut u8,
-    buf_len: usize,
-    tag: *const u8,
-    tag_len: usize,
-    aad: *const u8,
-    aad_len: usize,
-) -> cb3_result {
-    ffi_boundary(|| {
-        // SAFETY: the C caller's contract (see cipher_and_nonce).
-        let (aead, nonce, nonce_raw) = unsafe { cipher_and_nonce(aead, nonce, nonce_len) }?;
-        // SAFETY: the C caller's contract: `tag` valid for `tag_len` bytes.
-        let (tag, tag_raw) = unsafe { tag_arg(tag, tag_len) }?;
-        let buf = Raw::new(buf, buf_len)?;
-        let aad = Raw::new(aad, aad_len)?;
-        disjoint(&buf, &[tag_raw, aad, nonce_raw])?;
-        // SAFETY: the C caller's contract: `buf` and `aad` valid for their
-        // lengths, and disjoint (checked above).
-        let (aad, buf) = unsafe { (aad.as_slice(), buf.as_mut_slice()) };
-        open(aead.key(), nonce, aad, tag, Source::InPlace, buf, Output::Shared, aead.pool())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1390,7 +789,7 @@ mod tests {
         let (mut written, mut secrets_at) = ([0; 2], 0);
         let mut measure = |check: &str, mac_input: usize, run: &mut dyn FnMut()| {
             let (stack, depth) = probe::after(run);
-            let one_chunk = mac_input <= crate::direct::CHUNK_LEN;
+            let one_chunk = mac_input <= crate::blake3_compressions::CHUNK_LEN;
             assert!(depth <= scrub_direct_depth(mac_input), "{check}: {depth} bytes of stack written");
             let at = &mut written[usize::from(!one_chunk)];
             *at = (*at).max(depth);

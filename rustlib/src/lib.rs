@@ -1,6 +1,12 @@
 //! cb3's engine: ChaCha20-BLAKE3, BLAKE3 and the raw ChaCha family behind a
 //! C ABI (see `include/cb3.h`).
 //!
+//! Two layers: the engines at the top of the crate (`aead`, `blake3_compressions`,
+//! `hash`, `chacha20`, `stream`, `chunked`, `parallel`, `wipe`, `cache`, `info`)
+//! work on Rust slices; `ffi` is the C ABI over them (the exported functions
+//! with their header documentation, the result codes and the panic boundary,
+//! the pointer-to-slice views, the opaque objects).
+//!
 //! Conventions, after rustls-ffi: every function is `cb3_<object>_<verb>`;
 //! fallible functions return `cb3_result`; inputs come before outputs; every
 //! buffer pointer is followed by its length; outputs are written only on
@@ -10,21 +16,19 @@
 // comment, also inside `unsafe fn`s.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod aead;
-pub mod bench;
-mod buffers;
+mod aead;
+mod blake3_compressions;
 mod cache;
-pub mod chacha20;
-pub mod chunked;
-mod direct;
-pub mod errors;
-pub mod hash;
-pub mod info;
-mod object;
+mod chacha20;
+mod chunked;
+mod hash;
+mod info;
 mod parallel;
-pub mod stream;
+mod stream;
 mod wipe;
 
+pub mod ffi;
+
+pub use ffi::errors::cb3_result;
+pub use ffi::object::{cb3_set_wait_hooks, dealloc_dropped};
 pub use aead::{CB3_KEY_SIZE, CB3_NONCE_SIZE, CB3_TAG_SIZE};
-pub use errors::cb3_result;
-pub use object::{cb3_set_wait_hooks, dealloc_dropped};

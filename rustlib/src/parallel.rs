@@ -25,7 +25,7 @@ use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
 /// AEAD messages shorter than this stay on the calling thread: below it,
 /// waking the pool costs more than the split saves.
-pub const PARALLEL_MIN: usize = 1 << 20;
+pub(crate) const PARALLEL_MIN: usize = 1 << 20;
 
 /// The cores this process may use (its CPU affinity and cgroup quota, as
 /// `std::thread::available_parallelism` reports them; 1 if unknown),

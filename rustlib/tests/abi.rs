@@ -4,9 +4,9 @@ mod common;
 
 use std::ptr;
 
-use cb3::aead::*;
+use cb3::ffi::aead::*;
 use cb3::cb3_result;
-use cb3::stream::*;
+use cb3::ffi::stream::*;
 use chacha20_blake3::ChaCha20Blake3;
 use common::bytes;
 
@@ -38,7 +38,7 @@ impl Aead {
     fn decrypt(&self, nonce: &[u8], ct: &[u8], aad: &[u8]) -> Result<Vec<u8>, cb3_result> {
         let mut out = vec![0xAAu8; ct.len().saturating_sub(32)];
         let mut n = usize::MAX;
-        let r = unsafe { cb3_aead_decrypt(self.0, nonce.as_ptr(), nonce.len(), ct.as_ptr(), ct.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out.len(), &mut n) };
+        let r = unsafe { cb3_aead_decrypt(self.0, nonce.as_ptr(), nonce.len(), ct.as_ptr(), ct.len(), aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, out.as_mut_ptr(), out.len(), &mut n) };
         if r != cb3_result::Ok {
             assert!(out.iter().all(|&b| b == 0xAA), "output written on failure");
             assert_eq!(n, usize::MAX, "out_n written on failure");
@@ -47,11 +47,11 @@ impl Aead {
         assert_eq!(n, out.len());
         Ok(out)
     }
-    /// `cb3_aead_decrypt_private`: the same result; on failure the output is zeroed.
+    /// `cb3_aead_decrypt` with `CB3_OUTPUT_MODE_PRIVATE`: the same result; on failure the output is zeroed.
     fn decrypt_private(&self, nonce: &[u8], ct: &[u8], aad: &[u8]) -> Result<Vec<u8>, cb3_result> {
         let mut out = vec![0xAAu8; ct.len().saturating_sub(32)];
         let mut n = usize::MAX;
-        let r = unsafe { cb3_aead_decrypt_private(self.0, nonce.as_ptr(), nonce.len(), ct.as_ptr(), ct.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out.len(), &mut n) };
+        let r = unsafe { cb3_aead_decrypt(self.0, nonce.as_ptr(), nonce.len(), ct.as_ptr(), ct.len(), aad.as_ptr(), aad.len(), cb3_output_mode::Private as u32, out.as_mut_ptr(), out.len(), &mut n) };
         if r != cb3_result::Ok {
             // Messages whose MAC input is at most 64 KiB are verified in private memory first: out is never written.
             let wiped = if aad.len() + ct.len() - 32 + 16 <= 65536 { 0xAA } else { 0 };
@@ -136,7 +136,7 @@ fn detached_and_in_place_match_crate() {
         assert_eq!(buf, pt);
 
         let mut out = vec![0u8; len];
-        let r = unsafe { cb3_aead_decrypt_detached(aead.0, nonce.as_ptr(), 24, ct.as_ptr(), len, tag.as_ptr(), 32, aad.as_ptr(), aad.len(), out.as_mut_ptr(), len) };
+        let r = unsafe { cb3_aead_decrypt_detached(aead.0, nonce.as_ptr(), 24, ct.as_ptr(), len, tag.as_ptr(), 32, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, out.as_mut_ptr(), len) };
         assert_eq!(r, cb3_result::Ok);
         assert_eq!(out, pt);
     }
@@ -206,11 +206,11 @@ fn argument_errors() {
     assert_eq!(&buf[10..42], &tag[..]);
     // Tag lengths.
     let mut out = [0u8; 4];
-    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 31].as_ptr(), 31, ptr::null(), 0, out.as_mut_ptr(), 4) };
+    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 31].as_ptr(), 31, ptr::null(), 0, cb3_output_mode::Shared as u32, out.as_mut_ptr(), 4) };
     assert_eq!(r, cb3_result::InvalidTagLength);
     // A fixed-size argument reports its own length error for any wrong
     // length, however large.
-    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 32].as_ptr(), usize::MAX, ptr::null(), 0, out.as_mut_ptr(), 4) };
+    let r = unsafe { cb3_aead_decrypt_detached(aead.0, [0u8; 24].as_ptr(), 24, [0u8; 4].as_ptr(), 4, [0u8; 32].as_ptr(), usize::MAX, ptr::null(), 0, cb3_output_mode::Shared as u32, out.as_mut_ptr(), 4) };
     assert_eq!(r, cb3_result::InvalidTagLength);
     let r = unsafe { cb3_aead_encrypt_in_place(aead.0, [0u8; 24].as_ptr(), usize::MAX, out.as_mut_ptr(), 4, ptr::null(), 0, [0u8; 32].as_mut_ptr(), 32) };
     assert_eq!(r, cb3_result::InvalidNonceLength);
@@ -219,7 +219,7 @@ fn argument_errors() {
 
 #[test]
 fn result_messages_are_distinct() {
-    use cb3::errors::cb3_result_message;
+    use cb3::ffi::errors::cb3_result_message;
     let codes = [cb3_result::Ok, cb3_result::NullParameter, cb3_result::InvalidKeyLength, cb3_result::InvalidNonceLength,
         cb3_result::InvalidTagLength, cb3_result::InsufficientSize, cb3_result::OverlappingBuffers, cb3_result::DecryptionFailed,
         cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic, cb3_result::CounterOverflow,
@@ -251,7 +251,7 @@ impl Stream {
     }
     fn decrypt(&self, ct: &[u8]) -> Result<Vec<u8>, cb3_result> {
         let mut out = vec![0u8; ct.len() - 32];
-        let r = unsafe { cb3_stream_decrypt(self.0, ct.as_ptr(), ct.len(), ptr::null(), 0, out.as_mut_ptr(), out.len(), ptr::null_mut()) };
+        let r = unsafe { cb3_stream_decrypt(self.0, ct.as_ptr(), ct.len(), ptr::null(), 0, cb3_output_mode::Shared as u32, out.as_mut_ptr(), out.len(), ptr::null_mut()) };
         if r == cb3_result::Ok { Ok(out) } else { Err(r) }
     }
     fn index(&self) -> u64 { unsafe { cb3_stream_message_index(self.0) } }
@@ -431,4 +431,28 @@ fn piecewise_path_matches_crate_at_piece_and_chunk_edges() {
             }
         }
     }
+}
+
+/// A decryption's output mode arrives as an integer: anything but a
+/// `cb3_output_mode` is refused before any work, and nothing is written.
+#[test]
+fn unknown_output_mode_is_refused() {
+    let aead = Aead::new(&[7u8; 32]);
+    let nonce = [9u8; 24];
+    let ct = aead.encrypt(&nonce, b"message", b"aad").unwrap();
+    let mut out = [0xAAu8; 7];
+    let mut n = usize::MAX;
+    for mode in [2u32, 3, u32::MAX] {
+        let r = unsafe { cb3_aead_decrypt(aead.0, nonce.as_ptr(), 24, ct.as_ptr(), ct.len(), b"aad".as_ptr(), 3, mode, out.as_mut_ptr(), out.len(), &mut n) };
+        assert_eq!(r, cb3_result::InvalidArgument);
+        let r = unsafe { cb3_aead_decrypt_detached(aead.0, nonce.as_ptr(), 24, ct.as_ptr(), 7, ct[7..].as_ptr(), 32, b"aad".as_ptr(), 3, mode, out.as_mut_ptr(), out.len()) };
+        assert_eq!(r, cb3_result::InvalidArgument);
+        assert!(out.iter().all(|&b| b == 0xAA) && n == usize::MAX);
+    }
+    let mut stream = ptr::null_mut();
+    assert_eq!(unsafe { cb3_stream_new([7u8; 32].as_ptr(), 32, nonce.as_ptr(), 24, 0, &mut stream) }, cb3_result::Ok);
+    let r = unsafe { cb3_stream_decrypt(stream, ct.as_ptr(), ct.len(), ptr::null(), 0, 2, out.as_mut_ptr(), out.len(), &mut n) };
+    assert_eq!(r, cb3_result::InvalidArgument);
+    assert_eq!(unsafe { cb3_stream_message_index(stream) }, 0);
+    unsafe { cb3_stream_free(stream) };
 }

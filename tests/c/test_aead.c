@@ -61,7 +61,7 @@ static void test_vectors(void)
 
         guarded back = guarded_alloc(pt_len);
         n = NOT_WRITTEN;
-        CHECK_RESULT(cb3_aead_decrypt(aead, nonce, 24, expected, expected_len, aad, aad_len, back.ptr, back.len, &n),
+        CHECK_RESULT(cb3_aead_decrypt(aead, nonce, 24, expected, expected_len, aad, aad_len, CB3_OUTPUT_MODE_SHARED, back.ptr, back.len, &n),
                      CB3_RESULT_OK);
         CHECK(n == pt_len);
         CHECK(memcmp(back.ptr, pt, pt_len) == 0);
@@ -136,11 +136,11 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
     /* Decrypt: combined out of place, combined in place, detached, in place. */
     guarded back = guarded_alloc(len);
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, back.ptr, len, &n), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n), CB3_RESULT_OK);
     CHECK(n == len && memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
 
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, inplace.ptr, total, AAD, sizeof AAD, inplace.ptr, total, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, inplace.ptr, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, inplace.ptr, total, &n),
                  CB3_RESULT_OK);
     CHECK(n == len && memcmp(inplace.ptr, pt, len) == 0);
     CHECK(memcmp(inplace.ptr + len, ct.ptr + len, CB3_TAG_SIZE) == 0); /* the tag is left alone */
@@ -148,11 +148,13 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
 
     guarded_reset(&back);
     CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, dct.ptr, len, tag.ptr, CB3_TAG_SIZE, AAD, sizeof AAD,
+                                           CB3_OUTPUT_MODE_SHARED,
                                            back.ptr, len),
                  CB3_RESULT_OK);
     CHECK(memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
 
     CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, dct.ptr, len, tag.ptr, CB3_TAG_SIZE, AAD, sizeof AAD,
+                                           CB3_OUTPUT_MODE_SHARED,
                                            dct.ptr, len),
                  CB3_RESULT_OK);
     CHECK(memcmp(dct.ptr, pt, len) == 0 && guarded_intact(&dct, len));
@@ -161,15 +163,15 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
                  CB3_RESULT_OK);
     CHECK(memcmp(buf.ptr, pt, len) == 0 && guarded_intact(&buf, len));
 
-    /* The _private variants (an output no one else sees): the same plaintext. */
+    /* CB3_OUTPUT_MODE_PRIVATE (an output no one else sees): the same plaintext. */
     guarded_reset(&back);
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_aead_decrypt_private(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, back.ptr, len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_PRIVATE, back.ptr, len, &n),
                  CB3_RESULT_OK);
     CHECK(n == len && memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
     guarded_reset(&back);
-    CHECK_RESULT(cb3_aead_decrypt_detached_private(aead, NONCE, 24, ct.ptr, len, ct.ptr + len, CB3_TAG_SIZE, AAD,
-                                                   sizeof AAD, back.ptr, len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct.ptr, len, ct.ptr + len, CB3_TAG_SIZE, AAD,
+                                                   sizeof AAD, CB3_OUTPUT_MODE_PRIVATE, back.ptr, len),
                  CB3_RESULT_OK);
     CHECK(memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
 
@@ -186,21 +188,23 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
         bad[flips[f]] ^= 0x01;
         guarded_reset(&back);
         n = NOT_WRITTEN;
-        CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, bad, total, AAD, sizeof AAD, back.ptr, len, &n),
+        CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, bad, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n),
                      CB3_RESULT_DECRYPTION_FAILED);
         CHECK(n == NOT_WRITTEN && guarded_intact(&back, 0));
         CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, bad, len, bad + len, CB3_TAG_SIZE, AAD, sizeof AAD,
+                                               CB3_OUTPUT_MODE_SHARED,
                                                back.ptr, len),
                      CB3_RESULT_DECRYPTION_FAILED);
         CHECK(guarded_intact(&back, 0));
-        /* _private: on failure the output is untouched (MAC input aad || 8 || ct || 8 up to 64 KiB: verified in
+        /* CB3_OUTPUT_MODE_PRIVATE: on failure the output is untouched (MAC input aad || 8 || ct || 8 up to 64 KiB: verified in
            private memory first) or holds zeros (longer messages), never plaintext. */
         for (int detached = 0; detached < 2; detached++) {
             guarded_reset(&back);
             n = NOT_WRITTEN;
-            cb3_result r = detached ? cb3_aead_decrypt_detached_private(aead, NONCE, 24, bad, len, bad + len,
-                                                                        CB3_TAG_SIZE, AAD, sizeof AAD, back.ptr, len)
-                                    : cb3_aead_decrypt_private(aead, NONCE, 24, bad, total, AAD, sizeof AAD,
+            cb3_result r = detached ? cb3_aead_decrypt_detached(aead, NONCE, 24, bad, len, bad + len,
+                                                                        CB3_TAG_SIZE, AAD, sizeof AAD, CB3_OUTPUT_MODE_PRIVATE, back.ptr, len)
+                                    : cb3_aead_decrypt(aead, NONCE, 24, bad, total, AAD, sizeof AAD,
+                                                               CB3_OUTPUT_MODE_PRIVATE,
                                                                back.ptr, len, &n);
             CHECK_RESULT(r, CB3_RESULT_DECRYPTION_FAILED);
             CHECK(n == NOT_WRITTEN && guarded_intact(&back, len));
@@ -212,28 +216,28 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
         memcpy(copy, bad, total);
         CHECK_RESULT(cb3_aead_decrypt_in_place(aead, NONCE, 24, bad, len, bad + len, CB3_TAG_SIZE, AAD, sizeof AAD),
                      CB3_RESULT_DECRYPTION_FAILED);
-        CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, bad, total, AAD, sizeof AAD, bad, total, &n),
+        CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, bad, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, bad, total, &n),
                      CB3_RESULT_DECRYPTION_FAILED);
         CHECK(memcmp(copy, bad, total) == 0);
         free(copy);
     }
     guarded_reset(&back);
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_aead_decrypt(aead, other_nonce, 24, ct.ptr, total, AAD, sizeof AAD, back.ptr, len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, other_nonce, 24, ct.ptr, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, other_aad, sizeof AAD, back.ptr, len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, other_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, NULL, 0, back.ptr, len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, NULL, 0, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
     uint8_t other_key[32];
     memcpy(other_key, KEY, 32);
     other_key[31] ^= 0x40;
     cb3_aead *wrong = new_aead(other_key);
-    CHECK_RESULT(cb3_aead_decrypt(wrong, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, back.ptr, len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(wrong, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
     cb3_aead_free(wrong);
     /* Truncated input (a missing tag byte, or the body cut short). */
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total - 1, AAD, sizeof AAD, back.ptr, len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total - 1, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, back.ptr, len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
     CHECK(n == NOT_WRITTEN && guarded_intact(&back, 0));
 
@@ -244,12 +248,13 @@ static void test_roundtrip(const cb3_aead *aead, size_t len)
                  CB3_RESULT_INSUFFICIENT_SIZE);
     CHECK(n == NOT_WRITTEN && guarded_intact(&shortbuf, 0));
     if (len > 0) {
-        CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, shortbuf.ptr, len - 1, &n),
+        CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct.ptr, total, AAD, sizeof AAD, CB3_OUTPUT_MODE_SHARED, shortbuf.ptr, len - 1, &n),
                      CB3_RESULT_INSUFFICIENT_SIZE);
         CHECK_RESULT(cb3_aead_encrypt_detached(aead, NONCE, 24, pt, len, AAD, sizeof AAD, shortbuf.ptr, len - 1,
                                                tag2.ptr, CB3_TAG_SIZE),
                      CB3_RESULT_INSUFFICIENT_SIZE);
         CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, dct.ptr, len, tag.ptr, CB3_TAG_SIZE, AAD, sizeof AAD,
+                                               CB3_OUTPUT_MODE_SHARED,
                                                shortbuf.ptr, len - 1),
                      CB3_RESULT_INSUFFICIENT_SIZE);
         CHECK(n == NOT_WRITTEN && guarded_intact(&shortbuf, 0));
@@ -360,12 +365,12 @@ static void test_arguments(const cb3_aead *aead)
         size_t nl = bad_nonce_lengths[i];
         CHECK_RESULT(cb3_aead_encrypt(aead, nonce_big, nl, pt, 10, NULL, 0, out.ptr, out.len, &n),
                      CB3_RESULT_INVALID_NONCE_LENGTH);
-        CHECK_RESULT(cb3_aead_decrypt(aead, nonce_big, nl, ct, sizeof ct, NULL, 0, out.ptr, out.len, &n),
+        CHECK_RESULT(cb3_aead_decrypt(aead, nonce_big, nl, ct, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                      CB3_RESULT_INVALID_NONCE_LENGTH);
         CHECK_RESULT(cb3_aead_encrypt_detached(aead, nonce_big, nl, pt, 10, NULL, 0, out.ptr, out.len, tag.ptr,
                                                CB3_TAG_SIZE),
                      CB3_RESULT_INVALID_NONCE_LENGTH);
-        CHECK_RESULT(cb3_aead_decrypt_detached(aead, nonce_big, nl, ct, 10, ct + 10, CB3_TAG_SIZE, NULL, 0, out.ptr,
+        CHECK_RESULT(cb3_aead_decrypt_detached(aead, nonce_big, nl, ct, 10, ct + 10, CB3_TAG_SIZE, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr,
                                                out.len),
                      CB3_RESULT_INVALID_NONCE_LENGTH);
         CHECK_RESULT(cb3_aead_encrypt_in_place(aead, nonce_big, nl, out.ptr, 10, NULL, 0, tag.ptr, CB3_TAG_SIZE),
@@ -383,22 +388,22 @@ static void test_arguments(const cb3_aead *aead)
     UNTOUCHED();
 
     /* cb3_aead_decrypt */
-    CHECK_RESULT(cb3_aead_decrypt(NULL, NONCE, 24, ct, sizeof ct, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(NULL, NONCE, 24, ct, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NULL, 24, ct, sizeof ct, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NULL, 24, ct, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, NULL, sizeof ct, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, NULL, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, sizeof ct, NULL, 1, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, sizeof ct, NULL, 1, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, sizeof ct, NULL, 0, NULL, 10, &n), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, NULL, 0, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, NULL, 10, &n), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, NULL, 0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, CB3_TAG_SIZE - 1, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, CB3_TAG_SIZE - 1, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, huge, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, huge, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, sizeof ct, ct, huge, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, ct, sizeof ct, ct, huge, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_INVALID_ARGUMENT);
     UNTOUCHED();
 
@@ -424,29 +429,29 @@ static void test_arguments(const cb3_aead *aead)
     UNTOUCHED();
 
     /* cb3_aead_decrypt_detached */
-    CHECK_RESULT(cb3_aead_decrypt_detached(NULL, NONCE, 24, ct, 10, ct + 10, 32, NULL, 0, out.ptr, out.len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(NULL, NONCE, 24, ct, 10, ct + 10, 32, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NULL, 24, ct, 10, ct + 10, 32, NULL, 0, out.ptr, out.len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NULL, 24, ct, 10, ct + 10, 32, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, NULL, 10, ct + 10, 32, NULL, 0, out.ptr, out.len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, NULL, 10, ct + 10, 32, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, NULL, 32, NULL, 0, out.ptr, out.len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, NULL, 32, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, NULL, 0, NULL, 0, out.ptr, out.len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, NULL, 0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, ct + 10, 32, NULL, 4, out.ptr, out.len),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, ct + 10, 32, NULL, 4, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len),
                  CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, ct + 10, 32, NULL, 0, NULL, 10),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, ct + 10, 32, NULL, 0, CB3_OUTPUT_MODE_SHARED, NULL, 10),
                  CB3_RESULT_NULL_PARAMETER);
     size_t bad_tag_lengths[] = {0, 16, 31, 33, SIZE_MAX};
     for (size_t i = 0; i < sizeof bad_tag_lengths / sizeof bad_tag_lengths[0]; i++) {
-        CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, ct + 10, bad_tag_lengths[i], NULL, 0, out.ptr,
+        CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, 10, ct + 10, bad_tag_lengths[i], NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr,
                                                out.len),
                      CB3_RESULT_INVALID_TAG_LENGTH);
         CHECK_RESULT(cb3_aead_decrypt_in_place(aead, NONCE, 24, out.ptr, 10, ct + 10, bad_tag_lengths[i], NULL, 0),
                      CB3_RESULT_INVALID_TAG_LENGTH);
     }
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, huge, ct + 10, 32, NULL, 0, out.ptr, SIZE_MAX),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, ct, huge, ct + 10, 32, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, SIZE_MAX),
                  CB3_RESULT_INVALID_ARGUMENT);
     UNTOUCHED();
 
@@ -484,13 +489,13 @@ static void test_arguments(const cb3_aead *aead)
     CHECK_RESULT(cb3_aead_encrypt(aead, NONCE, 24, NULL, 0, NULL, 0, empty_ct, sizeof empty_ct, &n), CB3_RESULT_OK);
     CHECK(n == CB3_TAG_SIZE);
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, empty_ct, sizeof empty_ct, NULL, 0, NULL, 0, &n), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_aead_decrypt(aead, NONCE, 24, empty_ct, sizeof empty_ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, NULL, 0, &n), CB3_RESULT_OK);
     CHECK(n == 0);
     uint8_t tag_only[CB3_TAG_SIZE];
     CHECK_RESULT(cb3_aead_encrypt_detached(aead, NONCE, 24, NULL, 0, NULL, 0, NULL, 0, tag_only, sizeof tag_only),
                  CB3_RESULT_OK);
     CHECK(memcmp(tag_only, empty_ct, CB3_TAG_SIZE) == 0);
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, NULL, 0, tag_only, CB3_TAG_SIZE, NULL, 0, NULL, 0),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, NONCE, 24, NULL, 0, tag_only, CB3_TAG_SIZE, NULL, 0, CB3_OUTPUT_MODE_SHARED, NULL, 0),
                  CB3_RESULT_OK);
     CHECK_RESULT(cb3_aead_encrypt_in_place(aead, NONCE, 24, NULL, 0, NULL, 0, tag_only, sizeof tag_only),
                  CB3_RESULT_OK);
@@ -564,23 +569,25 @@ static void test_overlaps(const cb3_aead *aead)
     for (size_t i = 0; i < sizeof dec_offsets / sizeof dec_offsets[0]; i++) {
         RESET(ct, LEN + CB3_TAG_SIZE);
         REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD,
+                                 CB3_OUTPUT_MODE_SHARED,
                                  a_data + dec_offsets[i], LEN, &n));
     }
     RESET(ct, LEN + CB3_TAG_SIZE);
-    REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, a_aad - 3, LEN, &n));
+    REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_aad - 3, LEN, &n));
     RESET(ct, LEN + CB3_TAG_SIZE);
-    REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, a_nonce + 10, LEN, &n));
+    REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_nonce + 10, LEN, &n));
     /* Overlap is refused even when the tag would not verify: nothing leaks. */
     RESET(ct, LEN + CB3_TAG_SIZE);
     a_data[0] ^= 1;
     memcpy(snapshot, arena, ARENA);
-    REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, a_data + 1, LEN, &n));
+    REFUSED(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_data + 1, LEN, &n));
     RESET(ct, LEN + CB3_TAG_SIZE);
-    CHECK_RESULT(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, a_data, LEN, &n),
+    CHECK_RESULT(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_data, LEN, &n),
                  CB3_RESULT_OK);
     CHECK(n == LEN && memcmp(a_data, pt, LEN) == 0);
     RESET(ct, LEN + CB3_TAG_SIZE);
     CHECK_RESULT(cb3_aead_decrypt(aead, a_nonce, 24, a_data, LEN + CB3_TAG_SIZE, a_aad, sizeof AAD,
+                                  CB3_OUTPUT_MODE_SHARED,
                                   a_data + LEN + CB3_TAG_SIZE, LEN, &n),
                  CB3_RESULT_OK);
     CHECK(memcmp(a_data + LEN + CB3_TAG_SIZE, pt, LEN) == 0);
@@ -619,15 +626,15 @@ static void test_overlaps(const cb3_aead *aead)
         memcpy(snapshot, arena, ARENA);                                                                                \
     } while (0)
     RESET_DETACHED();
-    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, a_data + 1, LEN));
+    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_data + 1, LEN));
     RESET_DETACHED();
-    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, a_tag - 10, LEN));
+    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_tag - 10, LEN));
     RESET_DETACHED();
-    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, a_aad, LEN));
+    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_aad, LEN));
     RESET_DETACHED();
-    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, 30, a_tag, 32, a_aad, sizeof AAD, a_nonce + 4, 30));
+    REFUSED(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, 30, a_tag, 32, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_nonce + 4, 30));
     RESET_DETACHED();
-    CHECK_RESULT(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, a_data, LEN),
+    CHECK_RESULT(cb3_aead_decrypt_detached(aead, a_nonce, 24, a_data, LEN, a_tag, 32, a_aad, sizeof AAD, CB3_OUTPUT_MODE_SHARED, a_data, LEN),
                  CB3_RESULT_OK);
     CHECK(memcmp(a_data, pt, LEN) == 0);
 
@@ -687,7 +694,7 @@ static void *worker(void *p)
         size_t n = 0;
         if (cb3_aead_encrypt(arg->aead, nonce, 24, pt, len, NULL, 0, ct, sizeof ct, &n) != CB3_RESULT_OK)
             arg->failures++;
-        if (cb3_aead_decrypt(arg->aead, nonce, 24, ct, n, NULL, 0, back, sizeof back, &n) != CB3_RESULT_OK ||
+        if (cb3_aead_decrypt(arg->aead, nonce, 24, ct, n, NULL, 0, CB3_OUTPUT_MODE_SHARED, back, sizeof back, &n) != CB3_RESULT_OK ||
             n != len || memcmp(back, pt, len) != 0)
             arg->failures++;
     }

@@ -35,9 +35,9 @@ static void test_vector(void)
     CHECK(memcmp(header, stream, CB3_CHUNKED_HEADER_SIZE) == 0);
     uint8_t prefix[15];
     uint32_t chunk_size = 0;
-    CHECK_RESULT(cb3_chunked_header_decode(stream, 27, prefix, sizeof prefix, &chunk_size), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_chunked_header_decode(stream, 27, prefix, sizeof prefix, &chunk_size, NULL), CB3_RESULT_OK);
     CHECK(chunk_size == 64 && memcmp(prefix, PREFIX, 15) == 0);
-    CHECK_RESULT(cb3_chunked_header_decode(stream, 27, NULL, 0, NULL), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_chunked_header_decode(stream, 27, NULL, 0, NULL, NULL), CB3_RESULT_OK);
     for (size_t threads = 0; threads <= 2; threads++) {
         cb3_chunked *chunked = open_stream(header, (const uint8_t *)"v3", 2, threads);
         /* The whole stream in one call. */
@@ -154,19 +154,41 @@ static void test_errors(void)
     for (size_t at = 0; at < 8; at++) { /* magic and version */
         memcpy(bad, header, 27);
         bad[at] ^= 1;
-        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size), CB3_RESULT_INVALID_HEADER);
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size, NULL), CB3_RESULT_INVALID_HEADER);
     }
     const uint32_t out_of_range[] = {0, 63, CB3_CHUNKED_MAX_CHUNK_SIZE + 1, UINT32_MAX};
     for (size_t i = 0; i < 4; i++) {
         memcpy(bad, header, 27);
         for (int b = 0; b < 4; b++)
             bad[8 + b] = (uint8_t)(out_of_range[i] >> (24 - 8 * b));
-        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size), CB3_RESULT_INVALID_HEADER);
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, prefix, 15, &size, NULL), CB3_RESULT_INVALID_HEADER);
     }
-    CHECK_RESULT(cb3_chunked_header_decode(header, 26, prefix, 15, &size), CB3_RESULT_INVALID_HEADER);
-    CHECK_RESULT(cb3_chunked_header_decode(header, 27, prefix, 14, &size), CB3_RESULT_INSUFFICIENT_SIZE);
-    CHECK_RESULT(cb3_chunked_header_decode(NULL, 27, prefix, 15, &size), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_chunked_header_decode(header, 26, prefix, 15, &size, NULL), CB3_RESULT_INVALID_HEADER);
+    CHECK_RESULT(cb3_chunked_header_decode(header, 27, prefix, 14, &size, NULL), CB3_RESULT_INSUFFICIENT_SIZE);
+    CHECK_RESULT(cb3_chunked_header_decode(NULL, 27, prefix, 15, &size, NULL), CB3_RESULT_NULL_PARAMETER);
     CHECK(size == 12345 && all_bytes(prefix, 15, 0xEE));
+    /* The fault detail: the first rule broken and the value that breaks it. */
+    {
+        cb3_chunked_header_fault fault = {(cb3_chunked_header_rule)0, 99};
+        memcpy(bad, header, 27);
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 26, NULL, 0, &size, &fault), CB3_RESULT_INVALID_HEADER);
+        CHECK(fault.rule == CB3_CHUNKED_HEADER_RULE_LENGTH && fault.value == 26);
+        bad[7] = 2;
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, NULL, 0, &size, &fault), CB3_RESULT_INVALID_HEADER);
+        CHECK(fault.rule == CB3_CHUNKED_HEADER_RULE_VERSION && fault.value == 2);
+        bad[0] = 'X';
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, NULL, 0, &size, &fault), CB3_RESULT_INVALID_HEADER);
+        CHECK(fault.rule == CB3_CHUNKED_HEADER_RULE_MAGIC && fault.value == 0);
+        memcpy(bad, header, 27);
+        bad[8] = bad[9] = bad[10] = 0;
+        bad[11] = 63;
+        CHECK_RESULT(cb3_chunked_header_decode(bad, 27, NULL, 0, &size, &fault), CB3_RESULT_INVALID_HEADER);
+        CHECK(fault.rule == CB3_CHUNKED_HEADER_RULE_CHUNK_SIZE && fault.value == 63 && size == 12345);
+        fault.value = 99;
+        CHECK_RESULT(cb3_chunked_header_decode(header, 27, NULL, 0, &size, &fault), CB3_RESULT_OK);
+        CHECK(fault.value == 99 && size == CB3_CHUNKED_DEFAULT_CHUNK_SIZE);
+        size = 12345;
+    }
     cb3_chunked *chunked = NULL;
     CHECK_RESULT(cb3_chunked_new(KEY, 31, header, 27, NULL, 0, 1, &chunked), CB3_RESULT_INVALID_KEY_LENGTH);
     CHECK_RESULT(cb3_chunked_new(KEY, 32, bad, 27, NULL, 0, 1, &chunked), CB3_RESULT_INVALID_HEADER);

@@ -28,11 +28,11 @@ int main()
                                     reinterpret_cast<const uint8_t *>(message.data()), message.size(), nullptr, 0,
                                     ct.data(), ct.size(), &n);
     check(r == CB3_RESULT_OK && n == ct.size(), "cb3_aead_encrypt");
-    r = cb3_aead_decrypt(aead, nonce.data(), nonce.size(), ct.data(), ct.size(), nullptr, 0, back.data(), back.size(),
+    r = cb3_aead_decrypt(aead, nonce.data(), nonce.size(), ct.data(), ct.size(), nullptr, 0, CB3_OUTPUT_MODE_SHARED, back.data(), back.size(),
                          &n);
     check(r == CB3_RESULT_OK && std::memcmp(back.data(), message.data(), message.size()) == 0, "cb3_aead_decrypt");
     ct[0] ^= 1;
-    r = cb3_aead_decrypt(aead, nonce.data(), nonce.size(), ct.data(), ct.size(), nullptr, 0, back.data(), back.size(),
+    r = cb3_aead_decrypt(aead, nonce.data(), nonce.size(), ct.data(), ct.size(), nullptr, 0, CB3_OUTPUT_MODE_SHARED, back.data(), back.size(),
                          &n);
     check(r == CB3_RESULT_DECRYPTION_FAILED, "tampered ciphertext fails");
     check(std::string(cb3_result_message(r)).find("decryption failed") == 0, "cb3_result_message");

@@ -74,15 +74,15 @@ static void test_schedule(void)
 
         guarded back = guarded_alloc(len);
         n = NOT_WRITTEN;
-        CHECK_RESULT(cb3_stream_decrypt(receiver, ct.ptr, ct.len, aad, sizeof aad, back.ptr, back.len, &n),
+        CHECK_RESULT(cb3_stream_decrypt(receiver, ct.ptr, ct.len, aad, sizeof aad, CB3_OUTPUT_MODE_SHARED, back.ptr, back.len, &n),
                      CB3_RESULT_OK);
         CHECK(n == len && memcmp(back.ptr, pt, len) == 0 && guarded_intact(&back, len));
         CHECK(cb3_stream_message_index(receiver) == i + 1);
-        /* The _private variant on the next message's twin: a message it does not
+        /* CB3_OUTPUT_MODE_PRIVATE on the next message's twin: a message it does not
          * expect fails, leaves no plaintext and does not move the index. */
         guarded_reset(&back);
         n = NOT_WRITTEN;
-        CHECK_RESULT(cb3_stream_decrypt_private(receiver, ct.ptr, ct.len, aad, sizeof aad, back.ptr, back.len, &n),
+        CHECK_RESULT(cb3_stream_decrypt(receiver, ct.ptr, ct.len, aad, sizeof aad, CB3_OUTPUT_MODE_PRIVATE, back.ptr, back.len, &n),
                      CB3_RESULT_DECRYPTION_FAILED);
         CHECK(n == NOT_WRITTEN && guarded_intact(&back, len) && cb3_stream_message_index(receiver) == i + 1);
         for (size_t b = 0; b < len; b++)
@@ -112,7 +112,7 @@ static void test_in_place_and_resume(void)
     CHECK_RESULT(cb3_stream_encrypt(b, buf_b, 100, NULL, 0, buf_b, sizeof buf_b, NULL), CB3_RESULT_OK);
     CHECK(memcmp(buf_a, buf_b, sizeof buf_a) == 0);
     size_t n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_stream_decrypt(rx, buf_b, sizeof buf_b, NULL, 0, buf_b, sizeof buf_b, &n), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_stream_decrypt(rx, buf_b, sizeof buf_b, NULL, 0, CB3_OUTPUT_MODE_SHARED, buf_b, sizeof buf_b, &n), CB3_RESULT_OK);
     uint8_t expected[100];
     pattern(expected, 100, 7);
     CHECK(n == 100 && memcmp(buf_b, expected, 100) == 0);
@@ -140,33 +140,33 @@ static void test_failures_do_not_advance(void)
     CHECK(n == NOT_WRITTEN && guarded_intact(&out, 0) && cb3_stream_message_index(stream) == (index))
 
     /* Receiver: the wrong message, a modified one, a truncated one, errors. */
-    CHECK_RESULT(cb3_stream_decrypt(rx, m1, sizeof m1, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m1, sizeof m1, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
     UNCHANGED(rx, 0);
     m0[3] ^= 4;
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
     m0[3] ^= 4;
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, m0, 1, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, CB3_TAG_SIZE - 1, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, m0, 1, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, CB3_TAG_SIZE - 1, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_stream_decrypt(rx, NULL, 0, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, out.ptr, 19, &n), CB3_RESULT_INSUFFICIENT_SIZE);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, NULL, 20, &n), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_stream_decrypt(rx, NULL, sizeof m0, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 3, out.ptr, out.len, &n), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_stream_decrypt(NULL, m0, sizeof m0, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, huge, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, m0, huge, out.ptr, out.len, &n), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, m0 + 1, 20, &n), CB3_RESULT_OVERLAPPING_BUFFERS);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, m0 + 20, 20, &n), CB3_RESULT_OVERLAPPING_BUFFERS);
+    CHECK_RESULT(cb3_stream_decrypt(rx, NULL, 0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, 19, &n), CB3_RESULT_INSUFFICIENT_SIZE);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, NULL, 20, &n), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_stream_decrypt(rx, NULL, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 3, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_stream_decrypt(NULL, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_NULL_PARAMETER);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, huge, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, m0, huge, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, m0 + 1, 20, &n), CB3_RESULT_OVERLAPPING_BUFFERS);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, m0 + 20, 20, &n), CB3_RESULT_OVERLAPPING_BUFFERS);
     UNCHANGED(rx, 0);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_OK);
     CHECK(n == 20 && memcmp(out.ptr, pt, 20) == 0 && cb3_stream_message_index(rx) == 1);
     guarded_reset(&out);
     n = NOT_WRITTEN;
     /* A replay of message 0 now fails. */
-    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m0, sizeof m0, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_DECRYPTION_FAILED);
     UNCHANGED(rx, 1);
-    CHECK_RESULT(cb3_stream_decrypt(rx, m1, sizeof m1, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_stream_decrypt(rx, m1, sizeof m1, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_OK);
     CHECK(cb3_stream_message_index(rx) == 2);
     guarded_reset(&out);
     n = NOT_WRITTEN;
@@ -261,14 +261,14 @@ static void test_exhaustion(void)
 
     /* A failed decrypt at the last index does not use it up. */
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_stream_decrypt(rx, expected, 4 + CB3_TAG_SIZE, NULL, 0, out.ptr, out.len, &n),
+    CHECK_RESULT(cb3_stream_decrypt(rx, expected, 4 + CB3_TAG_SIZE, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n),
                  CB3_RESULT_DECRYPTION_FAILED);
     CHECK(cb3_stream_message_index(rx) == UINT64_MAX - 1);
-    CHECK_RESULT(cb3_stream_decrypt(rx, ct, sizeof ct, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_stream_decrypt(rx, ct, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_OK);
     CHECK(n == 5 && memcmp(out.ptr, pt, 5) == 0 && cb3_stream_message_index(rx) == UINT64_MAX);
     guarded_reset(&out);
     n = NOT_WRITTEN;
-    CHECK_RESULT(cb3_stream_decrypt(rx, ct, sizeof ct, NULL, 0, out.ptr, out.len, &n), CB3_RESULT_STREAM_EXHAUSTED);
+    CHECK_RESULT(cb3_stream_decrypt(rx, ct, sizeof ct, NULL, 0, CB3_OUTPUT_MODE_SHARED, out.ptr, out.len, &n), CB3_RESULT_STREAM_EXHAUSTED);
     CHECK(n == NOT_WRITTEN && guarded_intact(&out, 0) && cb3_stream_message_index(rx) == UINT64_MAX);
 
     guarded_free(&out);

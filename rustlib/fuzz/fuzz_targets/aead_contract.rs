@@ -19,8 +19,8 @@
 
 mod common;
 
-use cb3::aead::*;
-use cb3::errors::cb3_result;
+use cb3::ffi::aead::*;
+use cb3::ffi::errors::cb3_result;
 use common::{crate_cipher, parse, Control, Region};
 use libfuzzer_sys::fuzz_target;
 
@@ -423,7 +423,7 @@ fuzz_target!(|data: &[u8]| {
             }
             1 => {
                 let o = r_out.unwrap();
-                cb3_aead_decrypt(aead_arg, r_nonce.ptr, r_nonce.len, r_data.ptr, r_data.len, r_aad.ptr, r_aad.len, o.ptr, o.len, out_n_ptr)
+                cb3_aead_decrypt(aead_arg, r_nonce.ptr, r_nonce.len, r_data.ptr, r_data.len, r_aad.ptr, r_aad.len, cb3_output_mode::Shared as u32, o.ptr, o.len, out_n_ptr)
             }
             2 => {
                 let (o, t) = (r_out.unwrap(), r_tag_out.unwrap());
@@ -431,7 +431,7 @@ fuzz_target!(|data: &[u8]| {
             }
             3 => {
                 let (o, t) = (r_out.unwrap(), r_tag.unwrap());
-                cb3_aead_decrypt_detached(aead_arg, r_nonce.ptr, r_nonce.len, r_data.ptr, r_data.len, t.ptr, t.len, r_aad.ptr, r_aad.len, o.ptr, o.len)
+                cb3_aead_decrypt_detached(aead_arg, r_nonce.ptr, r_nonce.len, r_data.ptr, r_data.len, t.ptr, t.len, r_aad.ptr, r_aad.len, cb3_output_mode::Shared as u32, o.ptr, o.len)
             }
             4 => {
                 let t = r_tag_out.unwrap();

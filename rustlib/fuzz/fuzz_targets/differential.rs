@@ -11,9 +11,9 @@
 
 mod common;
 
-use cb3::aead::*;
-use cb3::errors::cb3_result;
-use cb3::stream::*;
+use cb3::ffi::aead::*;
+use cb3::ffi::errors::cb3_result;
+use cb3::ffi::stream::*;
 use common::{crate_cipher, expand, nonce_for, parse};
 use libfuzzer_sys::fuzz_target;
 
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
                 // The multi-threaded split: one round trip is enough (and
                 // keeps the fuzzer fast under ASan).
                 let mut plain = vec![0u8; n];
-                let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, out.as_ptr(), n + 32, aad.as_ptr(), aad.len(), plain.as_mut_ptr(), n, std::ptr::null_mut());
+                let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, out.as_ptr(), n + 32, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, plain.as_mut_ptr(), n, std::ptr::null_mut());
                 assert!(r == cb3_result::Ok && plain == body, "large round trip");
                 cb3_aead_free(aead);
                 cb3_stream_free(stream);
@@ -72,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(buf == ct && t == tag, "cb3_aead_encrypt_in_place differs from the crate");
             // Every decryption of it round-trips.
             let mut plain = vec![0u8; n];
-            let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, expected.as_ptr(), n + 32, aad.as_ptr(), aad.len(), plain.as_mut_ptr(), n, std::ptr::null_mut());
+            let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, expected.as_ptr(), n + 32, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, plain.as_mut_ptr(), n, std::ptr::null_mut());
             assert_eq!(r, cb3_result::Ok);
             assert!(plain == body);
             let r = cb3_aead_decrypt_in_place(aead, nonce.as_ptr(), 24, buf.as_mut_ptr(), n, t.as_ptr(), 32, aad.as_ptr(), aad.len());
@@ -90,14 +90,14 @@ fuzz_target!(|data: &[u8]| {
         let body_len = n.saturating_sub(32);
         unsafe {
             let mut out = vec![0xA5u8; body_len];
-            let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, body.as_ptr(), n, aad.as_ptr(), aad.len(), out.as_mut_ptr(), body_len, std::ptr::null_mut());
+            let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, body.as_ptr(), n, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, out.as_mut_ptr(), body_len, std::ptr::null_mut());
             match &expected {
                 Some(pt) => assert!(r == cb3_result::Ok && out == *pt, "cb3_aead_decrypt refused or differs"),
                 None => assert!(r == cb3_result::DecryptionFailed && out.iter().all(|&b| b == 0xA5), "forgery: {r:?}"),
             }
             // In place.
             let mut buf = body.clone();
-            let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, buf.as_ptr(), n, aad.as_ptr(), aad.len(), buf.as_mut_ptr(), body_len, std::ptr::null_mut());
+            let r = cb3_aead_decrypt(aead, nonce.as_ptr(), 24, buf.as_ptr(), n, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, buf.as_mut_ptr(), body_len, std::ptr::null_mut());
             match &expected {
                 Some(pt) => assert!(r == cb3_result::Ok && buf[..body_len] == pt[..] && buf[body_len..] == body[body_len..]),
                 None => assert!(r == cb3_result::DecryptionFailed && buf == body, "in-place forgery: {r:?}"),
@@ -105,7 +105,7 @@ fuzz_target!(|data: &[u8]| {
             if n >= 32 {
                 let (ct, tag) = body.split_at(body_len);
                 let mut out = vec![0xA5u8; body_len];
-                let r = cb3_aead_decrypt_detached(aead, nonce.as_ptr(), 24, ct.as_ptr(), body_len, tag.as_ptr(), 32, aad.as_ptr(), aad.len(), out.as_mut_ptr(), body_len);
+                let r = cb3_aead_decrypt_detached(aead, nonce.as_ptr(), 24, ct.as_ptr(), body_len, tag.as_ptr(), 32, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, out.as_mut_ptr(), body_len);
                 assert_eq!(r == cb3_result::Ok, expected.is_some(), "cb3_aead_decrypt_detached: {r:?}");
                 let mut buf = ct.to_vec();
                 let r = cb3_aead_decrypt_in_place(aead, nonce.as_ptr(), 24, buf.as_mut_ptr(), body_len, tag.as_ptr(), 32, aad.as_ptr(), aad.len());
@@ -115,7 +115,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             let mut out = vec![0xA5u8; body_len];
-            let r = cb3_stream_decrypt(stream, body.as_ptr(), n, aad.as_ptr(), aad.len(), out.as_mut_ptr(), body_len, std::ptr::null_mut());
+            let r = cb3_stream_decrypt(stream, body.as_ptr(), n, aad.as_ptr(), aad.len(), cb3_output_mode::Shared as u32, out.as_mut_ptr(), body_len, std::ptr::null_mut());
             match &stream_expected {
                 Some(pt) => assert!(r == cb3_result::Ok && out == *pt, "cb3_stream_decrypt refused or differs"),
                 None => assert!(r == cb3_result::DecryptionFailed && out.iter().all(|&b| b == 0xA5), "stream forgery: {r:?}"),

@@ -9,11 +9,11 @@ mod common;
 
 use std::ffi::CStr;
 
-use cb3::aead::*;
-use cb3::bench::cb3_bench_reference;
-use cb3::errors::{cb3_result, cb3_result_message};
-use cb3::info::{cb3_simd_backend, cb3_version};
-use cb3::stream::*;
+use cb3::ffi::aead::*;
+use cb3::ffi::bench::cb3_bench_reference;
+use cb3::ffi::errors::{cb3_result, cb3_result_message};
+use cb3::ffi::info::{cb3_simd_backend, cb3_version};
+use cb3::ffi::stream::*;
 use common::Control;
 use libfuzzer_sys::fuzz_target;
 

@@ -10,8 +10,9 @@
 
 mod common;
 
-use cb3::errors::cb3_result;
-use cb3::stream::*;
+use cb3::ffi::errors::cb3_result;
+use cb3::ffi::aead::cb3_output_mode;
+use cb3::ffi::stream::*;
 use common::{crate_cipher, nonce_for, parse};
 use libfuzzer_sys::fuzz_target;
 
@@ -110,8 +111,12 @@ fuzz_target!(|data: &[u8]| {
         }
 
         let result = unsafe {
-            let op = if encrypting { cb3_stream_encrypt } else { cb3_stream_decrypt };
-            op(stream, input_bytes.as_ptr(), input_bytes.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out_len, &mut out_n)
+            if encrypting {
+                cb3_stream_encrypt(stream, input_bytes.as_ptr(), input_bytes.len(), aad.as_ptr(), aad.len(), out.as_mut_ptr(), out_len, &mut out_n)
+            } else {
+                let mode = cb3_output_mode::Shared as u32;
+                cb3_stream_decrypt(stream, input_bytes.as_ptr(), input_bytes.len(), aad.as_ptr(), aad.len(), mode, out.as_mut_ptr(), out_len, &mut out_n)
+            }
         };
         assert_ne!(result, cb3_result::Panic);
         if failures.is_empty() {

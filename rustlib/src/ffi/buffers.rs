@@ -9,7 +9,7 @@
 //! only alias an input where a function explicitly allows it (exact in-place),
 //! and that case is then handled with a single `&mut [u8]`.
 
-use crate::errors::{cb3_result, Cb3Result};
+use crate::ffi::errors::{cb3_result, Cb3Result};
 
 /// A raw `(pointer, length)` pair as it arrives from C.
 #[derive(Clone, Copy)]

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use chacha20_blake3::ChaCha20Blake3;
 
-use crate::buffers::store;
-use crate::errors::{cb3_result, ffi_boundary};
+use crate::ffi::buffers::store;
+use crate::ffi::errors::{cb3_result, ffi_boundary};
 
 /// Which crate call `cb3_bench_reference` times.
 #[repr(C)]

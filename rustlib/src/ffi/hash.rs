@@ -1,0 +1,399 @@
+//! The C ABI of BLAKE3 hashing: the `cb3_blake3_*` functions.
+
+use std::ffi::c_void;
+
+use crate::ffi::buffers::{disjoint, fixed, store, Raw};
+use crate::ffi::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::ffi::object::{self, Object};
+pub use crate::hash::{cb3_blake3, CB3_BLAKE3_AUTO, CB3_BLAKE3_BLOCK_LEN, CB3_BLAKE3_KEY_LEN, CB3_BLAKE3_OUT_LEN, CB3_BLAKE3_PARALLEL_MIN};
+pub use crate::hash::cb3_interrupt;
+use crate::hash::*;
+use std::sync::Mutex;
+use std::time::Instant;
+use zeroize::Zeroize;
+use crate::wipe::scrub_stack;
+
+impl Object for cb3_blake3 {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:blk3");
+    const NAME: &'static str = "cb3_blake3";
+}
+
+/// The hasher at `ptr`: NULL or a freed hasher are errors (see `object.rs`).
+///
+/// # Safety
+/// `ptr` is NULL or came from a `cb3_blake3` constructor.
+unsafe fn hasher_ref<'a>(ptr: *const cb3_blake3) -> Cb3Result<HasherRef<'a>> {
+    // SAFETY: the caller's guarantee is get_with_owner's.
+    unsafe { object::get_with_owner(ptr) }.map(|(hasher, owner)| HasherRef { hasher, owner })
+}
+
+/// # Safety
+/// `out` is NULL or valid for one write.
+unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> Cb3Result<()> {
+    // SAFETY: the caller's guarantee is give's.
+    unsafe { object::give(cb3_blake3::new(hasher, max_threads), hasher_out) }
+}
+
+/// A UTF-8 context string as BLAKE3's key derivation requires.
+///
+/// # Safety
+/// See `buffers`.
+unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&'a str> {
+    let context = Raw::new(context, context_len)?;
+    // SAFETY: the caller's guarantee: `context_len` readable bytes at `context`.
+    std::str::from_utf8(unsafe { context.as_slice() }).map_err(|_| cb3_result::InvalidUtf8)
+}
+
+/// Creates a hasher for the default (unkeyed) BLAKE3 hash.
+///
+/// `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
+/// process-wide pool, one thread per logical core) or a larger maximum
+/// number of threads (capped at the usable cores) for the pool that every
+/// hasher and cipher of that count shares, ended with the last of them.
+/// Pools are built on the
+/// first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
+/// child process after `fork()`. Smaller inputs are always hashed on the
+/// calling thread; the digest does not depend on `max_threads`. On failure
+/// `*hasher_out` is not written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_new(max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> cb3_result {
+    // SAFETY: the C caller's contract: `hasher_out` is NULL or valid for a write.
+    ffi_boundary(|| unsafe { give_hasher(blake3::Hasher::new(), max_threads, hasher_out) })
+}
+
+/// Creates a hasher for BLAKE3's keyed mode. `key` must be
+/// `CB3_BLAKE3_KEY_LEN` (32) bytes, else `CB3_RESULT_INVALID_KEY_LENGTH`; it
+/// is copied. `max_threads` as for `cb3_blake3_new`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_new_keyed(
+    key: *const u8,
+    key_len: usize,
+    max_threads: usize,
+    hasher_out: *mut *mut cb3_blake3,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
+        let made = unsafe { give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out) };
+        scrub_stack(); // the Hasher (holding the key) was moved through these frames
+        made
+    })
+}
+
+/// Creates a hasher for BLAKE3's key derivation mode with the given context
+/// string: `context_len` bytes of UTF-8, not NUL-terminated (invalid UTF-8 is
+/// `CB3_RESULT_INVALID_UTF8`). The context should be hardcoded, globally
+/// unique and application-specific; the key material is then fed with
+/// `cb3_blake3_update`. `max_threads` as for `cb3_blake3_new`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_new_derive_key(
+    context: *const u8,
+    context_len: usize,
+    max_threads: usize,
+    hasher_out: *mut *mut cb3_blake3,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract, each pointer valid for its length.
+        let context = unsafe { context_str(context, context_len) }?;
+        // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
+        unsafe { give_hasher(blake3::Hasher::new_derive_key(context), max_threads, hasher_out) }
+    })
+}
+
+/// Creates an independent hasher with the same state, mode and thread
+/// setting as `hasher` (a pool, if any, is shared). On failure `*copy_out`
+/// is not written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *mut *mut cb3_blake3) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        if copy_out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        let state = hasher.lock()?.clone();
+        // SAFETY: `copy_out` is not NULL and valid for a write (the contract). The copy is built in the
+        // call's argument, not in a local of this frame, which scrub_stack would not reach.
+        let made =
+            unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state), threads: hasher.hasher.threads.clone() }, copy_out) };
+        scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
+        made
+    })
+}
+
+/// Frees a hasher made by a `cb3_blake3_new*` function or `cb3_blake3_copy`.
+/// NULL is a no-op. Its state (the key of a keyed hasher, chaining values and
+/// buffered input) is overwritten with zeros first; a thread pool it shares
+/// with copies lives on until the last of them is freed. The pointer must not
+/// be used afterwards (nor freed twice), and no other thread may be using the
+/// hasher during or after the call. Freeing it twice, or freeing a pointer
+/// that is not a live hasher, prints a message to stderr and aborts; other
+/// calls on a freed hasher return `CB3_RESULT_INVALID_ARGUMENT` (see
+/// `cb3_stream_free`).
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
+    // SAFETY: the contract above: NULL or a live hasher no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(hasher) })
+}
+
+/// Adds `input` to the hasher. May be called any number of times; the
+/// result is the same however the input is split.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update(hasher: *const cb3_blake3, input: *const u8, input_len: usize) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        let input = Raw::new(input, input_len)?;
+        let mut state = hasher.lock()?;
+        // SAFETY: the contract: `input_len` readable bytes at `input`.
+        hasher.hasher.update_locked(&mut state, unsafe { input.as_slice() });
+        drop(state);
+        scrub_stack(); // compressions start from the key words of a keyed hasher
+        Ok(())
+    })
+}
+
+/// Adds the contents of the file at `path` (`path_len` bytes, not
+/// NUL-terminated; raw bytes on Unix, UTF-8 elsewhere) to the hasher,
+/// memory-mapping it when it is a regular file of at least 16 KiB and
+/// reading it otherwise; multi-threaded as the hasher's `max_threads` allows.
+/// The same as `cb3_blake3_update_file` without an interrupt callback: on a
+/// file without end (`/dev/zero`, a FIFO whose writer never closes) it
+/// never returns.
+///
+/// On an I/O error returns `CB3_RESULT_IO_ERROR` and stores the `errno`
+/// value in `*os_error` (if not NULL; 0 when the error had none; a NUL byte
+/// in the path is `EINVAL`). `os_error` is an error detail, written only on
+/// that failure. The hasher then holds any part of the file read before the
+/// error, so reset it before reusing it. A file truncated by another process
+/// while it is mapped can kill the process with SIGBUS, as with any mmap.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update_mmap(
+    hasher: *const cb3_blake3,
+    path: *const u8,
+    path_len: usize,
+    os_error: *mut i32,
+) -> cb3_result {
+    // SAFETY: the caller's contract is cb3_blake3_update_file's (no callback).
+    unsafe { cb3_blake3_update_file(hasher, path, path_len, None, std::ptr::null_mut(), os_error) }
+}
+
+
+/// `cb3_blake3_update_mmap` with an interrupt callback, for files that may
+/// never end (`/dev/zero`, `/dev/urandom`, a FIFO, a terminal) or take long.
+///
+/// The file is opened, then a regular file of at least 16 KiB is mapped and
+/// hashed in 64 MiB pieces; anything else is read in 64 KiB chunks (the
+/// read buffer is wiped afterwards). `interrupt(interrupt_arg)` is called on
+/// the calling thread between pieces or chunks, at most every 20 ms of
+/// hashing, and at once when opening or reading the file was interrupted by
+/// a signal (`EINTR`, e.g. a blocked FIFO); when it returns non-zero, the
+/// function stops and returns `CB3_RESULT_INTERRUPTED`, the hasher keeping
+/// the data hashed so far (reset it before reusing it). The callback runs
+/// while the hasher's lock is held: it must not call cb3 functions on this
+/// hasher. `interrupt` may be NULL (then nothing can stop the call).
+/// Python's binding takes the GIL back in it and runs the signal handlers
+/// (Ctrl-C raises `KeyboardInterrupt`).
+///
+/// Errors as `cb3_blake3_update_mmap`, plus `CB3_RESULT_INTERRUPTED`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update_file(
+    hasher: *const cb3_blake3,
+    path: *const u8,
+    path_len: usize,
+    interrupt: cb3_interrupt,
+    interrupt_arg: *mut c_void,
+    os_error: *mut i32,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        let path = Raw::new(path, path_len)?;
+        // SAFETY: the contract: `path_len` readable bytes at `path`.
+        let path = unsafe { path.as_slice() };
+        if path.contains(&0) {
+            // SAFETY: `os_error` is NULL or valid for a write (the contract).
+            unsafe { store(os_error, EINVAL) };
+            return Err(cb3_result::IoError);
+        }
+        let mut interrupt = Interrupt { callback: interrupt, arg: interrupt_arg, last: Instant::now() };
+        let mut state = hasher.lock()?;
+        let done = open_file(path, &mut interrupt)
+            .and_then(|mut file| hash_file(hasher.hasher, &mut state, &mut file, &mut interrupt));
+        done.map_err(|error| match error {
+            FileError::Stop => cb3_result::Interrupted,
+            FileError::Io(error) => {
+                // SAFETY: `os_error` is NULL or valid for a write (the contract).
+                unsafe { store(os_error, error.raw_os_error().unwrap_or(0)) };
+                cb3_result::IoError
+            }
+        })
+    })
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: &[u8]) -> Cb3Result<&Path> {
+    std::str::from_utf8(bytes).map(Path::new).map_err(|_| cb3_result::InvalidUtf8)
+}
+
+/// Writes `out_len` bytes of the hasher's extendable output, starting at
+/// output byte `seek`, to `out`. The hasher is not changed: more input may
+/// follow and finalizing twice gives the same bytes. Shorter outputs are
+/// prefixes of longer ones; 32 bytes is the standard digest.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_finalize(
+    hasher: *const cb3_blake3,
+    seek: u64,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        let out = Raw::new(out, out_len)?;
+        let mut reader = hasher.lock()?.finalize_xof();
+        reader.set_position(seek);
+        // SAFETY: the contract: `out_len` writable bytes at `out`, which nothing else reads or writes during the call.
+        reader.fill(unsafe { out.as_mut_slice() });
+        // The reader holds the root node's input: for a short keyed input,
+        // the key itself.
+        reader.zeroize();
+        scrub_stack();
+        Ok(())
+    })
+}
+
+/// Resets the hasher to its state right after creation (same mode, key or
+/// context, and threads; input given at creation is not replayed).
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        unsafe { hasher_ref(hasher) }?.lock()?.reset();
+        Ok(())
+    })
+}
+
+/// The number of input bytes hashed so far: every byte given to
+/// `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
+/// `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
+/// `hasher` is NULL, not a live hasher, or unusable in this forked child
+/// (see `CB3_RESULT_FORKED`); never fails.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_count(hasher: *const cb3_blake3) -> u64 {
+    // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+    ffi_boundary_or(0, || unsafe { hasher_ref(hasher) }.and_then(|hasher| Ok(hasher.lock()?.count())).unwrap_or(0))
+}
+
+/// Fills `out` from a finished hasher; shared by the one-shot functions.
+///
+/// # Safety
+/// See `buffers`.
+unsafe fn one_shot(mut hasher: blake3::Hasher, input: Raw, others: &[Raw], out: *mut u8, out_len: usize) -> Cb3Result<()> {
+    let out = Raw::new(out, out_len)?;
+    disjoint(&out, &[input])?;
+    disjoint(&out, others)?;
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out` overlaps no input (checked above).
+    let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
+    hasher.update(input);
+    let mut reader = hasher.finalize_xof();
+    reader.fill(out);
+    // A keyed hasher holds a copy of the key: wipe it (and the output state).
+    reader.zeroize();
+    hasher.zeroize();
+    scrub_stack();
+    Ok(())
+}
+
+/// `one_shot` for inputs of at most 64 KiB, by direct compressions
+/// (`direct`): no hasher state to build and wipe, and every whole chunk in
+/// one wide call. `key` is the key's words (the IV unkeyed).
+///
+/// # Safety
+/// See `buffers`.
+unsafe fn one_shot_direct(key: &[u32; 8], flags: u8, input: Raw, others: &[Raw], out: *mut u8, out_len: usize) -> Cb3Result<()> {
+    let out = Raw::new(out, out_len)?;
+    disjoint(&out, &[input])?;
+    disjoint(&out, others)?;
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out` overlaps no input (checked above).
+    let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
+    if input.len() <= crate::blake3_compressions::CHUNK_LEN {
+        let mut cv = [0u32; 8];
+        crate::blake3_compressions::hash_chunk(key, flags, input, out, &mut cv);
+        crate::wipe::wipe(&mut cv);
+        scrub_stack();
+    } else {
+        hash_tree_wiped(key, flags, input, out);
+        crate::wipe::scrub_stack_wide();
+    }
+    Ok(())
+}
+
+/// One-shot BLAKE3 hash of `input`: writes `out_len` output bytes (32 for
+/// the standard digest; any length, shorter outputs being prefixes of longer
+/// ones) to `out`, which must not overlap `input`. Single-threaded.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_hash(input: *const u8, input_len: usize, out: *mut u8, out_len: usize) -> cb3_result {
+    ffi_boundary(|| {
+        let input = Raw::new(input, input_len)?;
+        // SAFETY (both): the C caller's contract, each pointer valid for its length.
+        if input_len <= crate::blake3_compressions::MAX_INPUT {
+            return unsafe { one_shot_direct(&crate::blake3_compressions::IV, 0, input, &[], out, out_len) };
+        }
+        unsafe { one_shot(blake3::Hasher::new(), input, &[], out, out_len) }
+    })
+}
+
+/// One-shot keyed BLAKE3 (a MAC / PRF) of `input` under a 32-byte `key`
+/// (else `CB3_RESULT_INVALID_KEY_LENGTH`): writes `out_len` bytes to `out`,
+/// which must not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_keyed_hash(
+    key: *const u8,
+    key_len: usize,
+    input: *const u8,
+    input_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let key_raw = Raw::new(key, key_len)?;
+        // SAFETY (every pointer here): the C caller's contract, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        let input = Raw::new(input, input_len)?;
+        if input_len <= crate::blake3_compressions::MAX_INPUT {
+            let mut spare = [0u32; 8];
+            let words = crate::blake3_compressions::key_words(key, &mut spare);
+            // SAFETY: as above.
+            let done = unsafe { one_shot_direct(words, crate::blake3_compressions::KEYED_HASH, input, &[key_raw], out, out_len) };
+            crate::wipe::wipe(&mut spare);
+            return done;
+        }
+        // SAFETY: as above.
+        unsafe { one_shot(blake3::Hasher::new_keyed(key), input, &[key_raw], out, out_len) }
+    })
+}
+
+/// One-shot BLAKE3 key derivation: derives `out_len` bytes from
+/// `key_material` under the UTF-8 `context` string (`context_len` bytes, not
+/// NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_UTF8`). `out`
+/// must not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_derive_key(
+    context: *const u8,
+    context_len: usize,
+    key_material: *const u8,
+    key_material_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let context_raw = Raw::new(context, context_len)?;
+        // SAFETY (both): the C caller's contract, each pointer valid for its length.
+        let context = unsafe { context_str(context, context_len) }?;
+        let material = Raw::new(key_material, key_material_len)?;
+        unsafe { one_shot(blake3::Hasher::new_derive_key(context), material, &[context_raw], out, out_len) }
+    })
+}

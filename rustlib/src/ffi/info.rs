@@ -1,0 +1,42 @@
+//! Version and build facts for `python -m cb3` and C users: `cb3_version`, `cb3_simd_backend`, `cb3_cache_tuning`.
+
+use std::ffi::{c_char, CStr};
+
+use crate::ffi::errors::ffi_boundary_or;
+use crate::info::simd_backend;
+
+const VERSION: &CStr = {
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(version) => version,
+        Err(_) => panic!("version contains NUL"),
+    }
+};
+
+/// The library version as "MAJOR.MINOR.PATCH", e.g. "0.1.0": the version
+/// of the library linked in, which `CB3_VERSION_MAJOR`, `CB3_VERSION_MINOR`
+/// and `CB3_VERSION_PATCH` give for the header compiled against. Static and
+/// NUL-terminated: never NULL; do not free or modify it.
+#[no_mangle]
+pub extern "C" fn cb3_version() -> *const c_char {
+    VERSION.as_ptr()
+}
+
+/// The widest SIMD instruction set this CPU offers to the BLAKE3 and ChaCha
+/// cores, detected at run time: "avx512", "avx2", "sse4.1", "sse2", "neon"
+/// or "portable". For diagnostics only: every backend computes the same
+/// bytes. Static and NUL-terminated: never NULL; do not free or modify it.
+#[no_mangle]
+pub extern "C" fn cb3_simd_backend() -> *const c_char {
+    ffi_boundary_or(c"portable".as_ptr(), || simd_backend().as_ptr())
+}
+
+/// This CPU's cache sizes and the piece sizes the AEAD derived from them at
+/// run time, as one line of text, e.g. "L1d 32 KiB, L2 512 KiB, L3 32 MiB
+/// (sysfs); piece 256 KiB, xor piece 64 KiB" (sizes from sysfs on Linux,
+/// else cpuid, else "default"; "?" for a size not found). For diagnostics
+/// only: every piece size computes the same bytes. Static and
+/// NUL-terminated: never NULL; do not free or modify it.
+#[no_mangle]
+pub extern "C" fn cb3_cache_tuning() -> *const c_char {
+    ffi_boundary_or(c"unknown".as_ptr(), || crate::cache::describe().as_ptr())
+}
