@@ -9,7 +9,7 @@
  *   types.c    what the types share: instances owning a Rust object, type names, PyPy's refusals
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
- *   chunked.c  Chunked (private): chunk batches of the encrypted file format (cb3/chunked.py)
+ *   chunked.c  Chunked (private): chunk batches of the encrypted file format (cb3/chunked/)
  *   bench.c    timing the chacha20-blake3 crate itself, for `python -m cb3 bench`
  *   hash.c     blake3, hash, keyed_hash, derive_key
  *   chacha20.c ChaCha20, hchacha20
@@ -44,7 +44,7 @@
 /* The module's Python-level exception classes, loaded once at init. */
 extern HPyGlobal cb3_DecryptionError;
 extern HPyGlobal cb3_KeystreamExhaustedError;
-extern HPyGlobal cb3_StreamHeaderError;
+extern HPyGlobal cb3_ChunkedHeaderError;
 
 /* The error context of one call: what the caller passed, so that cb3_raise's
  * messages can say what was wrong. Always initialised with designators
@@ -63,7 +63,7 @@ typedef struct {
     HPy path;                /* CB3_RESULT_IO_ERROR: the file name (borrowed), or HPy_NULL */
     const char *invalid;     /* CB3_RESULT_INVALID_ARGUMENT: the rule the call's arguments broke, or NULL */
     /* CB3_RESULT_INVALID_HEADER: the rule a stream header broke (a
-     * cb3.StreamHeaderError), or NULL (a ValueError, as cb3_chunked_new's) */
+     * cb3.ChunkedHeaderError), or NULL (a ValueError, as cb3_chunked_new's) */
     const cb3_chunked_header_fault *header_fault;
 } cb3_error_context;
 

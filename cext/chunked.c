@@ -1,5 +1,5 @@
 /* cb3._cb3.Chunked: the chunk batches of cb3's encrypted file format, a thin
- * shell over cb3_chunked_* (rustlib/src/ffi/chunked.rs). Private: cb3/chunked.py
+ * shell over cb3_chunked_* (rustlib/src/ffi/chunked.rs). Private: cb3/chunked/
  * (EncryptingWriter, DecryptingReader, encrypt_file, decrypt_file) does the
  * framing and is the public API. */
 #include "cb3ext.h"
@@ -133,7 +133,7 @@ done:
 HPyDef_METH(cb3_chunked_header_decode_def, "chunked_header_decode", HPyFunc_KEYWORDS,
             .doc = "chunked_header_decode(header)\n--\n\n"
                    "(chunk_size, nonce_prefix) of a stream header, from its first 27 bytes\n"
-                   "(cb3_chunked_header_decode); cb3.StreamHeaderError naming the rule it breaks.")
+                   "(cb3_chunked_header_decode); cb3.ChunkedHeaderError naming the rule it breaks.")
 static HPy cb3_chunked_header_decode_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,
                                               HPy kwnames)
 {

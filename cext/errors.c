@@ -8,7 +8,7 @@
 
 HPyGlobal cb3_DecryptionError;
 HPyGlobal cb3_KeystreamExhaustedError;
-HPyGlobal cb3_StreamHeaderError;
+HPyGlobal cb3_ChunkedHeaderError;
 
 int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 {
@@ -51,7 +51,7 @@ static int raise_global(HPyContext *ctx, HPyGlobal global, const char *message)
     return -1;
 }
 
-/* A stream header that cb3_chunked_header_decode refused: cb3.StreamHeaderError
+/* A chunked header that cb3_chunked_header_decode refused: cb3.ChunkedHeaderError
  * saying which rule it broke, in the words of docs/stream-format.md. */
 static int raise_header_fault(HPyContext *ctx, const cb3_chunked_header_fault *fault)
 {
@@ -73,7 +73,7 @@ static int raise_header_fault(HPyContext *ctx, const cb3_chunked_header_fault *f
         snprintf(message, sizeof message, "invalid cb3 stream header: chunk size %llu is outside %d..%d", value,
                  CB3_CHUNKED_MIN_CHUNK_SIZE, CB3_CHUNKED_MAX_CHUNK_SIZE);
     }
-    return raise_global(ctx, cb3_StreamHeaderError, message);
+    return raise_global(ctx, cb3_ChunkedHeaderError, message);
 }
 
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given)

@@ -138,7 +138,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
     if (status == 0)
         status = load_exception(ctx, errors, "KeystreamExhaustedError", &cb3_KeystreamExhaustedError);
     if (status == 0)
-        status = load_exception(ctx, errors, "StreamHeaderError", &cb3_StreamHeaderError);
+        status = load_exception(ctx, errors, "ChunkedHeaderError", &cb3_ChunkedHeaderError);
     HPy_Close(ctx, errors);
     if (status < 0)
         return -1;
@@ -172,7 +172,7 @@ static HPyDef *module_defines[] = {
     &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
 };
 static HPyGlobal *module_globals[] = {
-    &cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_StreamHeaderError, &cb3_type_ChaCha20Blake3,
+    &cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_ChunkedHeaderError, &cb3_type_ChaCha20Blake3,
     &cb3_type_Stream,     &cb3_type_blake3,             &cb3_type_ChaCha20,     &cb3_type_Chunked,
     NULL,
 };

@@ -6,6 +6,7 @@ import array
 import collections
 import mmap
 import random
+import signal
 import sys
 import threading
 import time
@@ -22,6 +23,14 @@ TAG_SIZE = 32
 CASE_COUNTS: collections.Counter[str] = collections.Counter()
 #: Figures measured by tests (test_leaks.py), printed the same way.
 MEASUREMENTS: dict[str, str] = {}
+
+
+def signals_at_default() -> None:
+    """preexec_fn for a child that a test signals: a test run started from a
+    script (`nohup ... &`) inherits SIGINT and SIGHUP ignored, and its
+    children would too."""
+    for number in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
 
 
 def seeded(seed: int) -> random.Random:

@@ -23,6 +23,7 @@ import pytest
 import cb3
 from cb3.chunked import fileio
 from cb3.cli import files as cli_files
+from helpers import signals_at_default
 
 KEY = bytes(range(1, 33))
 
@@ -331,7 +332,8 @@ def test_signals_leave_no_temporary_plaintext(tmp_path: Path, key_file: str, sig
     cb3.encrypt_file(KEY, io.BytesIO(data), stream)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-P", "-m", "cb3", "decrypt", "--key-file", key_file, "-o", str(out)],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                            preexec_fn=signals_at_default)
     assert proc.stdin is not None
     proc.stdin.write(stream.getvalue()[: 1 << 20])  # several batches, then the producer stalls
     proc.stdin.flush()
