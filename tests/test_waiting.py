@@ -175,11 +175,18 @@ def test_a_waiting_small_call_releases_the_gil(kind: str) -> None:
 # ---- Ctrl-C during a read that never ends ----------------------------------
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(argv: list[str], ready: str, pause: float = 0.5) -> subprocess.CompletedProcess[str]:
     """Starts argv, waits for `ready` on its stdout, lets it get into the
     read, sends SIGINT; returns the finished process (fails after DEADLINE)."""
+    # The child's SIGINT disposition is set here: a test run started from a
+    # script (`nohup ... &`) inherits SIGINT ignored, and so would the child.
     process = subprocess.Popen(
-        argv, env=ENV, cwd=CB3_PARENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv, env=ENV, cwd=CB3_PARENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,
     )
     try:
         assert process.stdout is not None
