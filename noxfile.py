@@ -301,8 +301,9 @@ def hpy_debug_313(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untype
 def unsupported(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """setup.py refuses CPython 3.10 with a clear error (when pyenv has a 3.10)."""
     py = require_python("3.10", "unsupported-3.10")
-    r = run([py, "setup.py", "--version"], cwd=ROOT, capture=True, check=False)
-    text = (r.stdout or "") + ""
+    r = subprocess.run([py, "setup.py", "--version"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    text = r.stdout
     say(text.strip().splitlines()[-1] if text.strip() else "")
     if r.returncode == 0 or "error: cb3 supports CPython 3.11 to 3.14 and PyPy 3.11; this is CPython 3.10" not in text:
         raise RuntimeError(f"expected setup.py to refuse {py} with a clear error (exit status {r.returncode})")

@@ -329,8 +329,11 @@ def test_signals_leave_no_temporary_plaintext(tmp_path: Path, key_file: str, sig
     stream = io.BytesIO()
     cb3.encrypt_file(KEY, io.BytesIO(data), stream)
     out = tmp_path / "out"
+    # The signal's disposition is set here: a run started from `nohup ... &`
+    # would hand the child SIGHUP and SIGINT ignored.
     proc = subprocess.Popen([sys.executable, "-P", "-m", "cb3", "decrypt", "--key-file", key_file, "-o", str(out)],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(getattr(signal, signame), signal.SIG_DFL))
     assert proc.stdin is not None
     proc.stdin.write(stream.getvalue()[: 1 << 20])  # several batches, then the producer stalls
     proc.stdin.flush()

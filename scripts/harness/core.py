@@ -207,7 +207,9 @@ def source_only_tests() -> list[str]:
 
 def pytest_basetemp(name: str) -> Path:
     """pytest's temporary directory for one run, removed after it (keep_tmp)."""
-    return Path(tempfile.gettempdir()) / f"cb3-pytest-{os.getuid()}" / name
+    parent = Path(tempfile.gettempdir()) / f"cb3-pytest-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    return parent / name
 
 
 # ---- Debian packages -------------------------------------------------------------
