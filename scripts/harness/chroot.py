@@ -104,7 +104,9 @@ class Chroot:
     def run(self, argv: Sequence[object], *, binds: Sequence[tuple[Path | str, str]] = (),
             env: dict[str, str] | None = None, rust: bool = False, cwd: str | None = None,
             **kw: object):  # type: ignore[no-untyped-def]
-        return run(self.command(argv, binds=binds, env=env, rust=rust, cwd=cwd), **kw)  # type: ignore[arg-type]
+        shown = f"[chroot {self.root}{' in ' + cwd if cwd else ''}] " + " ".join(map(str, argv))
+        return run(self.command(argv, binds=binds, env=env, rust=rust, cwd=cwd), display=shown,  # type: ignore[arg-type]
+                   **kw)
 
 
 def ensure_binfmt(arch: str) -> None:

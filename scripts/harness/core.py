@@ -95,14 +95,15 @@ _children_lock = threading.Lock()
 
 def run(argv: Sequence[object], *, cwd: Path | str | None = None, env: dict[str, str] | None = None,
         clean_env: bool = False, log: Path | None = None, check: bool = True, capture: bool = False,
-        quiet: bool = False) -> subprocess.CompletedProcess[str]:
+        quiet: bool = False, display: str | None = None) -> subprocess.CompletedProcess[str]:
     """Runs argv (env: added to os.environ, or the whole environment with
     clean_env). Output goes to `log` (a file), is captured, or goes to the
     step's output. check: raise CalledProcessError on a non-zero status."""
     args = [str(a) for a in argv]
     full_env = dict(env or {}) if clean_env else {**os.environ, **(env or {})}
     if not quiet:
-        say("+", " ".join(args) if len(" ".join(args)) < 300 else " ".join(args)[:300] + " ...")
+        shown = display or " ".join(args)
+        say("+", shown if len(shown) < 300 else shown[:300] + " ...")
     stream: IO[str] | int | None
     opened = None
     if capture:
