@@ -257,8 +257,9 @@ def asan(base_python: str, root: bool) -> None:
     the compilers, the shared-memory races and the RSS and memory-scan tests
     (ASan's quarantine and allocator change what those measure)."""
     lib = libasan(root)
-    out = run(["bash", "tests/c/run.sh"], cwd=ROOT, capture=True).stdout
-    say("\n".join(out.splitlines()[-8:]))
+    log = WORK / "c-asan.log"
+    run(["bash", "tests/c/run.sh"], cwd=ROOT, log=log)
+    say("\n".join(log.read_text(errors="replace").splitlines()[-8:]))
     venv = WORK / "venv-asan"
     from .core import make_venv
     make_venv(venv, base_python)

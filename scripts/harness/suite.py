@@ -61,7 +61,8 @@ def wheel_tag(wheel: str) -> str:
 
 def full_suite(target: Host | InChroot, python: str, row: Row, *, name: str, tests: Sequence[str] = ("tests",),
                src: str | Path = ROOT, junit: Path, junit_in: str | None = None, scripts_in: str | Path | None = None,
-               neutral_cwd: str | Path = WORK, basetemp_in: str | None = None, pytest_args: Sequence[str] = (),
+               neutral_cwd: str | Path = WORK, basetemp_in: str | None = None, basetemp_host: Path | None = None,
+               pytest_args: Sequence[str] = (),
                env: dict[str, str] | None = None, log: Path | None = None, selfcheck: bool = True,
                expect_installed: bool = False) -> bool:
     """The suite (`tests`: paths or node ids relative to `src`, as `target`
@@ -90,8 +91,7 @@ def full_suite(target: Host | InChroot, python: str, row: Row, *, name: str, tes
         if r.returncode:
             say("\n".join([l for l in lines if l.startswith(("FAILED", "ERROR"))][:20] or lines[-30:]))
     ok = ok and r.returncode == 0
-    if basetemp_in is None:
-        shutil.rmtree(basetemp, ignore_errors=True)
+    shutil.rmtree(basetemp_host or basetemp, ignore_errors=True)
     seconds = {**row.seconds, "tests": int(time.monotonic() - start)}
     record = [sys.executable, MATRIX_PY, "record", "--dir", MATRIX, "--info", info, "--where", row.where,
               "--built", row.built, "--mode", row.mode, "--junit", junit,
@@ -107,7 +107,7 @@ def full_suite(target: Host | InChroot, python: str, row: Row, *, name: str, tes
 def install_source(venv: Path, *, staticlib: bool = True, env: dict[str, str] | None = None) -> None:
     """pip install . into venv: linking the host archive (no cargo), or with
     cargo in rustlib/target (the primary build)."""
-    extra = {"CB3_STATICLIB": str(STATICLIB)} if staticlib else {"CARGO_TARGET_DIR": str(ROOT / "rustlib/target")}
+    extra = {"CB3_STATICLIB": str(ensure_staticlib())} if staticlib else {"CARGO_TARGET_DIR": str(ROOT / "rustlib/target")}
     run([venv / "bin/pip", "install", "--quiet", "--no-build-isolation", "."], cwd=ROOT, env={**extra, **(env or {})})
 
 
@@ -199,6 +199,7 @@ def chroot_source_suite(name: str, tests: Sequence[str], mode: str, pytest_args:
                           name=f"chroot-{name}", tests=[f"/build/src/{t}" for t in tests], src="/build",
                           junit=c.root / "build/junit.xml", junit_in="/build/junit.xml",
                           scripts_in="/build/src/scripts", neutral_cwd="/", basetemp_in="/build/pytest-tmp",
+                          basetemp_host=c.root / "build/pytest-tmp",
                           env=chroots.TEST_ENV, expect_installed=True,
                           pytest_args=["--rootdir=/build/src", "-c", "/build/src/pyproject.toml", *pytest_args])
     say(f"[{name}] done in {time.monotonic() - start:.0f} s")

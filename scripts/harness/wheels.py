@@ -350,7 +350,8 @@ def test_wheel(version: str, arch: str = "x86_64") -> bool:
         return full_suite(InChroot(c, binds), f"{venv}/bin/python",
                           Row(f"Debian {suite} arm64 chroot, qemu-user", "wheel, no Rust", "vectors + cross-checks",
                               str(wheel)), tests=EMULATED_TESTS, src=f"{w}/src", junit_in=f"{w}/junit/{junit.name}",
-                          scripts_in=f"{w}/scripts", neutral_cwd="/tmp", env={"CB3_EXPECT_SIMD": "neon"}, **common)
+                          scripts_in=f"{w}/scripts", neutral_cwd="/tmp", env={"CB3_EXPECT_SIMD": "neon"},
+                          basetemp_in="/tmp/cb3-wheel-pytest", basetemp_host=c.root / "tmp/cb3-wheel-pytest", **common)
     deselect = wheel_deselect()
     if version == "pypy3.11":
         p = chroots.profile("pypy3.11")
@@ -394,7 +395,7 @@ def test_wheel(version: str, arch: str = "x86_64") -> bool:
     return _no_rust(target) and full_suite(
         target, python, Row(where, "wheel, no Rust", FULL_MODE, str(wheel)), src=f"{w}/src",
         junit_in=f"{w}/junit/{junit.name}", scripts_in=f"{w}/scripts", neutral_cwd="/tmp", pytest_args=deselect,
-        basetemp_in="/tmp/cb3-wheel-pytest", **common)
+        basetemp_in="/tmp/cb3-wheel-pytest", basetemp_host=target.chroot.root / "tmp/cb3-wheel-pytest", **common)
 
 
 def _no_rust(target: Host | InChroot) -> bool:
