@@ -217,7 +217,8 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
         t.join()
     failed = []
     say(f"\n{'kind':8} {'target':20} {'executions':>14}  result")
-    for (kind, target), status in results.items():
+    for kind, target in [("py", t) for t in py] + [("rust", t) for t in rust]:
+        status = results.get((kind, target), -1)
         log = work / "logs" / f"{kind}-{target}.log"
         execs = re.findall(r"^stat::number_of_executed_units: *(\d+)", log.read_text(errors="replace"), re.M)
         n = int(execs[-1]) if execs else 0
