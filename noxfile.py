@@ -148,8 +148,8 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     def root_lane() -> bool:
         ok = True
         for name, work in (("wheels", lambda: wheels.prepare(arm64=planned(s, "wheels-aarch64"), pypy=False)),
-                           ("chroot-3.14", lambda: chroots.profile("cpython3.14").ensure()),
-                           ("pypy", lambda: chroots.profile("pypy3.11").ensure() if pypy else None)):
+                           ("chroot-3.14", lambda: chroots.profile("cpython3.14").prepare()),
+                           ("pypy", lambda: chroots.profile("pypy3.11").prepare() if pypy else None)):
             if name == "pypy" or planned(s, name):
                 try:
                     work()

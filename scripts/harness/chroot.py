@@ -148,6 +148,11 @@ class Profile:
     def root(self) -> Path:
         return self.chroot.root
 
+    def prepare(self) -> Chroot:
+        """ensure(), holding the cache's lock (a test run may be using the chroot)."""
+        with file_lock(self.lock):
+            return self.ensure()
+
     def ensure(self) -> Chroot:
         """The chroot and its test venv (/opt/cb3-venv), made if missing or outdated."""
         self.chroot.ensure()

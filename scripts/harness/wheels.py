@@ -156,7 +156,7 @@ def prepare(arm64: bool = True, pypy: bool = True) -> None:
         for version, suite in ARM64_RUNS:
             arm64_chroot(version, suite).ensure()
     if pypy:
-        chroots.profile("pypy3.11").ensure()
+        chroots.profile("pypy3.11").prepare()
 
 
 # ---- build ----------------------------------------------------------------------------
