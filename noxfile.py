@@ -34,7 +34,7 @@ from harness import checks, lanes, suite, wheels  # noqa: E402
 from harness import chroot as chroots  # noqa: E402
 from harness.core import (CBINDGEN_VERSION, MATRIX, MATRIX_PY, ROOT, STATICLIB, SUMMARY, SUPPORTED, TOOLS,  # noqa: E402
                           WORK, Skip, apt_install, children_cpu, find_python, is_root, make_venv, minor_of,
-                          missing_commands, need_root, output_of, parse_options, require_python, run, say,
+                          missing_commands, need_root, output_of, parse_options, pytest_basetemp, require_python, run, say,
                           source_only_tests, where_of)
 
 nox.options.envdir = ".test/nox"
@@ -413,5 +413,9 @@ def matrix(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 
 @atexit.register
 def _summary() -> None:
+    try:  # the basetemps' parent, when every run removed its own
+        pytest_basetemp("x").parent.rmdir()
+    except OSError:
+        pass
     if SUMMARY.rows:
         print(SUMMARY.text(), flush=True)
