@@ -3,12 +3,14 @@ fuzzing, the sanitizers, the sdist, and PyPy's speed against CPython's."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import tarfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Sequence
 
 from . import chroot as chroots
 from .core import (ASV_VERSION, CARGO_FUZZ_VERSION, CB3_BENCH, CB3_SELFCHECK, PIP_QUIET, ROOT, STATICLIB, TOOLS,
-                   WORK, apt_install, copy_tree, file_lock, missing_commands, output_of, pytest_basetemp, run, say)
+                   WORK, apt_install, copy_tree, file_lock, make_venv, missing_commands, output_of, pytest_basetemp, run, say)
 from .suite import ensure_staticlib
 
 JS_PACKAGES = {  # local copies of what asv's index.html takes from CDNs (asv_benchmarks/asvtool.py, VENDOR)
@@ -203,7 +205,6 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
                                     stderr=subprocess.STDOUT, env={**os.environ, **env})
 
     # Two lanes (one core each): the Python targets one after another, the Rust ones beside them.
-    import threading
     results: dict[tuple[str, str], int] = {}
 
     def lane(kind: str, names: list[str]) -> None:
@@ -262,7 +263,6 @@ def asan(base_python: str, root: bool) -> None:
     run(["bash", "tests/c/run.sh"], cwd=ROOT, log=log)
     say("\n".join(log.read_text(errors="replace").splitlines()[-8:]))
     venv = WORK / "venv-asan"
-    from .core import make_venv
     make_venv(venv, base_python)
     # Its own build directory, and force: setuptools recompiles by timestamps, not flags.
     cfg = WORK / "asan-build.cfg"
@@ -402,7 +402,6 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
             c.run(["pypy3", "-m", "venv", "/opt/cb3-bench-venv"])
         c.run(["/opt/cb3-bench-venv/bin/python", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                "--force-reinstall", "/bench/src"], env={"CB3_STATICLIB": "/bench/libcb3.a"})
-        import json
         files = []
 
         def labelled(src: Path, name: str, label: str) -> None:

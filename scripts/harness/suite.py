@@ -3,6 +3,7 @@ qemu), recorded as a row of the interpreter table; and the builds it runs on."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from typing import Sequence
 
 from . import chroot as chroots
 from .core import (CB3_SELFCHECK, MATRIX, MATRIX_PY, NO_RUST_PATH, PIP_QUIET, ROOT, STATICLIB, TOOLS, WORK,
-                   HPY_SDIST, file_lock, make_venv, output_of, pytest_basetemp, run, say)
+                   HPY_SDIST, copy_tree, file_lock, make_venv, output_of, pytest_basetemp, run, say)
 
 
 @dataclass
@@ -145,7 +146,6 @@ def hpy_universal_wheel(python: str) -> Path:
         shutil.copy(patch, build / "hpy-0.9.0/hpy/devel/src/runtime/ctx_type.c")
         # hpy's setup.py adds -Werror; GCC >= 15 with glibc >= 2.43 (C23
         # strchr/strstr return const) then stops on hpymodule.c.
-        import os
         cflags = (os.environ.get("CFLAGS", "") + " -Wno-error=discarded-qualifiers").strip()
         run([build / "venv/bin/pip", "wheel", *PIP_QUIET, "--no-deps", "-w", build / "wheel", build / "hpy-0.9.0"],
             env={"CFLAGS": cflags})
@@ -179,7 +179,6 @@ def chroot_source_suite(name: str, tests: Sequence[str], mode: str, pytest_args:
     """Builds cb3 with the profile's interpreter in its chroot (the host archive,
     a real PEP 517 `pip install .` of a copy of the working tree) and runs the
     suite there (`tests`: relative to the checkout)."""
-    from .core import copy_tree
     p = chroots.profile(name)
     start = time.monotonic()
     with file_lock(p.lock):

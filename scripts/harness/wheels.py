@@ -6,16 +6,15 @@ qemu-user and the x86 SIMD paths under qemu-x86_64 -cpu the emulated subset."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
+import re
 import shutil
 import time
-import zipfile
 from pathlib import Path
 
 from . import chroot as chroots
-from .core import (CB3_SELFCHECK, NO_RUST_PATH, PIP_QUIET, ROOT, TOOLS, WORK, copy_tree, file_lock, find_python,
+from .core import (NO_RUST_PATH, PIP_QUIET, ROOT, TOOLS, WORK, copy_tree, file_lock, find_python,
                    output_of, run, say, source_only_tests)
 from .suite import Host, InChroot, Row, full_suite
 
@@ -285,7 +284,6 @@ def build_wheel(version: str, arch: str, src: Path, staticlib: Path, zig: Path, 
         return row(False)
     repaired = next((OUT / "dist").glob(f"cb3-*-{tag_of(version)}-*{arch}.whl"))
     show = output_of([TOOLS_VENV / "bin/auditwheel", "show", repaired])
-    import re
     m = re.search(r'following platform tag:\s*"([^"]*)"', show.replace("\n", " "))
     tag = m.group(1) if m else ""
     if tag != f"manylinux_2_17_{arch}":
