@@ -313,7 +313,7 @@ def valgrind(python: Path, root: bool) -> None:
     shutil.rmtree(pytest_basetemp("valgrind"), ignore_errors=True)
     text = log.read_text(errors="replace")
     say("\n".join((WORK / "valgrind-pytest.log").read_text().splitlines()[-3:]))
-    say(*re.findall(r"(?:ERROR SUMMARY|definitely lost:).*", text), sep="\n")
+    say("\n".join(re.findall(r"(?:ERROR SUMMARY|definitely lost:).*", text)))
     if r.returncode or "ERROR SUMMARY: 0 errors" not in text:
         raise RuntimeError(f"valgrind found errors (exit {r.returncode}); log: {log}")
     say("valgrind: 0 errors")
