@@ -32,7 +32,7 @@ import nox
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from harness import checks, lanes, suite, wheels  # noqa: E402
 from harness import chroot as chroots  # noqa: E402
-from harness.core import (CBINDGEN_VERSION, MATRIX, MATRIX_PY, ROOT, STATICLIB, SUMMARY, SUPPORTED, TOOLS,  # noqa: E402
+from harness.core import (CBINDGEN_VERSION, MATRIX, MATRIX_PY, MYPY_FILES, ROOT, STATICLIB, SUMMARY, SUPPORTED, TOOLS,  # noqa: E402
                           WORK, Skip, apt_install, children_cpu, find_python, is_root, make_venv, minor_of,
                           missing_commands, need_root, output_of, parse_options, pytest_basetemp, require_python, run, say,
                           source_only_tests, where_of)
@@ -202,8 +202,7 @@ def primary(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
         PRIMARY_TESTED.set()
     if not ok:
         raise RuntimeError("pytest failed")
-    run([PRIMARY_VENV / "bin/mypy", "--strict", "--no-incremental", "cb3/_cb3.pyi", "tests/typing_examples.py"],
-        cwd=ROOT)
+    run([PRIMARY_VENV / "bin/mypy", "--strict", "--no-incremental", *MYPY_FILES], cwd=ROOT)
 
 
 @step("docs")

@@ -31,6 +31,7 @@ NO_RUST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CB3_SELFCHECK = ["-P", "-m", "cb3"]
 CB3_BENCH = ["-P", "-m", "cb3", "bench"]
 MATRIX_PY = ROOT / "scripts" / "matrix.py"
+MYPY_FILES = ["cb3/_cb3.pyi", "tests/typing_examples.py"]  # mypy --strict: the stubs and the typed examples
 
 # ---- pins ------------------------------------------------------------------------
 CBINDGEN_VERSION = "0.29.4"
