@@ -233,7 +233,7 @@ def hpy_debug(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-de
     hpy.universal is built from hpy 0.9.0's hash-pinned sdist plus the vendored ctx_type.c patch (PyPI has
     hpy 0.9.0 wheels up to 3.11 only), cached in ~/.cache/cb3-tools/hpy-0.9.0-cb3-<patch hash>/."""
     py = primary_python(opts)
-    if not suite.hpy_debug_run(py, WORK / "venv-debug", where_of(py)):
+    if not suite.hpy_debug_run(py, WORK / "venv-debug", where_of(py), rest):
         raise RuntimeError("pytest failed")
 
 
@@ -292,7 +292,7 @@ def hpy_debug_313(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untype
     if minor_of(primary_python(opts)) == "3.13":
         raise Skip("CPython 3.13 is the primary interpreter (the hpy-debug step)")
     py = require_python("3.13", "hpy-debug-3.13")
-    if not suite.hpy_debug_run(py, WORK / "venv3.13-debug", where_of(py)):
+    if not suite.hpy_debug_run(py, WORK / "venv3.13-debug", where_of(py), rest):
         raise RuntimeError("pytest failed")
 
 

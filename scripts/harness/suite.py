@@ -160,7 +160,7 @@ def hpy_universal_wheel(python: str) -> Path:
 DEBUG_MODE = "HPy debug mode, not slow/threads tests"
 
 
-def hpy_debug_run(python: str, venv: Path, where: str) -> bool:
+def hpy_debug_run(python: str, venv: Path, where: str, pytest_args: Sequence[str] = ()) -> bool:
     """python's hybrid-ABI build (the host archive) under HPy's debug mode
     (handle leaks, use after close). Multi-threaded tests are deselected here
     only: HPy 0.9's debug context aborts when a thread reenters after
@@ -171,7 +171,7 @@ def hpy_debug_run(python: str, venv: Path, where: str) -> bool:
     install_source(venv, env={"CB3_HPY_ABI": "hybrid"})
     return full_suite(Host(), str(venv / "bin/python"), Row(where, "pip install .", DEBUG_MODE),
                       name=venv.name, junit=WORK / f"junit-{venv.name}.xml", env={"HPY": "debug"}, selfcheck=False,
-                      pytest_args=["-m", "not slow and not threads"])
+                      pytest_args=["-m", "not slow and not threads", *pytest_args])
 
 
 # ---- chroot source builds: an interpreter the host does not have ----------------------
