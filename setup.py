@@ -22,7 +22,7 @@ Environment:
   CARGO_TARGET_DIR  cargo's target directory (default: one in the build
                 directory); scripts/test.sh shares rustlib/target this way.
   CB3_STATICLIB path to an already built rustlib archive (libcb3.a): cargo is
-                not run and this archive is linked instead (scripts/pypy.sh
+                not run and this archive is linked instead (noxfile.py's chroot-pypy step
                 builds it on the host and builds the extension in a chroot).
 """
 
@@ -53,7 +53,7 @@ def read_setting(path, pattern):
     return tuple(int(group) for group in match.groups())
 
 
-PYPY_VERSION = (3, 11)  # the Python version of the one PyPy tested (scripts/pypy.sh)
+PYPY_VERSION = (3, 11)  # the Python version of the one PyPy tested (noxfile.py's chroot-pypy step)
 
 
 def check_python_version():

@@ -5,7 +5,7 @@
         --yes --machine NAME` alone records only the name).
     python asv_benchmarks/asvtool.py config OUT_DIR
         Writes OUT_DIR/asv.conf.json: this checkout's suite, with env, results
-        and html under OUT_DIR (scripts/asv-check.sh: the committed baseline
+        and html under OUT_DIR (noxfile.py's asv step: the committed baseline
         results are copied there, never written).
     python asv_benchmarks/asvtool.py smoke [--max-size BYTES]
         Calls every benchmark once per parameter combination (sizes up to
@@ -148,7 +148,7 @@ def smoke(max_size: int) -> None:
 # ---------------------------------------------------------------- offline
 
 # The files asv 0.6's www/index.html loads from CDNs, and where Debian has
-# them (package in the comment; scripts/asv-check.sh installs them).
+# them (package in the comment; noxfile.py's asv step installs them).
 # flot: Debian's libjs-jquery-flot is flot 4; asv wants 0.8.3, which
 # libghc-js-flot-data ships. jQuery 3.6 (libjs-jquery) for asv's 3.3.1 and
 # Bootstrap 3.4.1 (libjs-bootstrap) for its 3.1.1 are API-compatible minor

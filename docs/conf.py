@@ -1,6 +1,6 @@
 """Sphinx configuration of cb3's documentation site.
 
-Built by scripts/docs-check.sh (the test command's docs step) with -W and
+Built by the test command's docs step (noxfile.py) with -W and
 nitpicky on: html and doctest (every ```python block of every page runs, the
 README's included); that script also checks the built pages' links and
 renders pages in headless Chromium. The API reference is

@@ -1,6 +1,6 @@
 """The interpreter table (docs/results/interpreter-matrix.md), generated from test runs.
 
-Each test run of one interpreter (scripts/test.sh, scripts/chroot-test.sh,
+Each test run of one interpreter (scripts/test.sh, scripts/harness/chroot.py,
 and the wheel checks) records one row, a JSON file in the matrix directory
 (default .test/matrix/<id>.json):
 

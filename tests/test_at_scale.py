@@ -2,7 +2,7 @@
 a directory tree encrypted one task per file on a real dask.distributed
 LocalCluster with worker processes and on a concurrent.futures process pool,
 then decrypted and compared. dask is not in tests/requirements.txt (it is
-pinned in docs/requirements.txt, which scripts/docs-check.sh installs into
+pinned in docs/requirements.txt, which noxfile.py's docs step installs into
 the primary interpreter's venv and then runs this file): elsewhere it skips."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_tree_on_a_process_pool(tmp_path):
 
 def test_tree_on_a_dask_cluster(tmp_path):
     distributed = pytest.importorskip("distributed", reason="dask.distributed is pinned in docs/requirements.txt "
-                                      "(scripts/docs-check.sh installs it and runs this test)")
+                                      "(noxfile.py's docs step installs it and runs this test)")
     key = cb3.generate_key()
     encrypt_tree.make_tree(tmp_path / "plain", 8, 50_000)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \

@@ -29,7 +29,7 @@ def crate_output() -> dict[tuple[bytes, int], bytes]:
     cargo = os.environ.get("CARGO") or shutil.which("cargo")
     if cargo is None:
         pytest.skip("cargo is not installed: the crate's ciphertext comes from a Rust program (install Rust)")
-    # The same target directory as tests/c/run.sh (scripts/pypy.sh caches it).
+    # The same target directory as tests/c/run.sh (noxfile.py's chroot-pypy step caches it).
     target = os.environ.get("CB3_C_TARGET_DIR", str(RUSTLIB / "target"))
     outputs = {}
     for aad in (b"", b"associated data \x00\xff"):

@@ -1,5 +1,5 @@
 """cb3.simd_backend() names the SIMD code path that the BLAKE3 and ChaCha
-cores take on this CPU. scripts/wheels.sh runs the known-answer and
+cores take on this CPU. The wheels step (scripts/harness/wheels.py) runs the known-answer and
 cross-check tests under `qemu-x86_64 -cpu` models without AVX-512 (SSE2,
 SSE4.1, AVX2) and on aarch64 (NEON), with CB3_EXPECT_SIMD naming the path
 that the emulated CPU must select (qemu-user shows the host's /proc/cpuinfo,

@@ -1,4 +1,4 @@
-"""Smoke tests that must pass identically on CPython and PyPy (scripts/pypy.sh).
+"""Smoke tests that must pass identically on CPython and PyPy (noxfile.py's chroot-pypy step).
 
 They pin the behaviour where the two interpreters' C-API/HPy layers differ:
 tp_new keyword arguments (a dict on CPython, a kwnames tuple on PyPy), the

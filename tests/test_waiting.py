@@ -29,6 +29,7 @@ import pytest
 
 import cb3
 import cb3.chacha20
+from helpers import signals_at_default
 
 CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": CB3_PARENT}
@@ -179,7 +180,8 @@ def _interrupt(argv: list[str], ready: str, pause: float = 0.5) -> subprocess.Co
     """Starts argv, waits for `ready` on its stdout, lets it get into the
     read, sends SIGINT; returns the finished process (fails after DEADLINE)."""
     process = subprocess.Popen(
-        argv, env=ENV, cwd=CB3_PARENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv, env=ENV, cwd=CB3_PARENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=signals_at_default,
     )
     try:
         assert process.stdout is not None

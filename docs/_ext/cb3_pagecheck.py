@@ -1,4 +1,4 @@
-"""Checks the built site as a reader sees it (scripts/docs-check.sh).
+"""Checks the built site as a reader sees it (noxfile.py's docs step).
 
     python docs/_ext/cb3_pagecheck.py links HTML_DIR
     python docs/_ext/cb3_pagecheck.py pages PAGE.dom.html PAGE.png TEXT... -- ...

@@ -1,6 +1,6 @@
 """atheris harnesses for cb3's decrypting calls, and differential harnesses
 for cb3.blake3 (against blake3-py) and cb3.chacha20 (against pycryptodome)
-(scripts/fuzz.sh runs them all).
+(noxfile.py's fuzz step runs them all).
 
     python fuzz/atheris/fuzz_cb3.py TARGET [libFuzzer options] [corpus dirs]
     python fuzz/atheris/fuzz_cb3.py --list

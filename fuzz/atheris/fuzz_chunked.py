@@ -1,5 +1,5 @@
 """atheris harness for cb3's chunked stream format (cb3.DecryptingReader,
-cb3.decrypt_file; scripts/fuzz.sh runs it as the `chunked` target).
+cb3.decrypt_file; noxfile.py's fuzz step runs it as the `chunked` target).
 
     python fuzz/atheris/fuzz_chunked.py chunked [libFuzzer options] [corpus dirs]
 
