@@ -376,14 +376,24 @@ def _detached_opening(key: bytes, ciphertext: str) -> Callable[[dict[str, bytes]
     return expected
 
 
-def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
+def _detached_case(
+    fdp: atheris.FuzzedDataProvider, *, writable: bool
+) -> tuple[cb3.ChaCha20Blake3, bytes, Arg, Arg, Arg, Arg]:
+    """A message sealed detached, then the cipher, its key, and the nonce,
+    ciphertext (`writable` for decrypt_in_place), tag and associated data
+    to open it with, each perhaps tampered with."""
     m = draw_message(fdp)
     ct, tag = reference.encrypt_detached(m.key, m.nonce, m.plaintext, m.aad)
     cipher, key = _cipher(fdp, m)
     nonce = present(fdp, tamper(fdp, m.nonce))
-    data = present(fdp, tamper(fdp, ct))
+    ciphertext = present(fdp, tamper(fdp, ct), writable=writable)
     tag_arg = present(fdp, tamper(fdp, tag))
     aad = present(fdp, tamper(fdp, m.aad), none_ok=True)
+    return cipher, key, nonce, ciphertext, tag_arg, aad
+
+
+def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
+    cipher, key, nonce, data, tag_arg, aad = _detached_case(fdp, writable=False)
 
     call_and_judge(
         lambda: cipher.decrypt_detached(nonce.obj, data.obj, tag_arg.obj, aad.obj),
@@ -394,13 +404,7 @@ def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
 
 
 def target_decrypt_in_place(fdp: atheris.FuzzedDataProvider) -> None:
-    m = draw_message(fdp)
-    ct, tag = reference.encrypt_detached(m.key, m.nonce, m.plaintext, m.aad)
-    cipher, key = _cipher(fdp, m)
-    nonce = present(fdp, tamper(fdp, m.nonce))
-    buf = present(fdp, tamper(fdp, ct), writable=True)
-    tag_arg = present(fdp, tamper(fdp, tag))
-    aad = present(fdp, tamper(fdp, m.aad), none_ok=True)
+    cipher, key, nonce, buf, tag_arg, aad = _detached_case(fdp, writable=True)
 
     def check(result: Any, pt: bytes) -> None:
         if result is not None or snapshot(buf.obj) != pt:
