@@ -343,8 +343,25 @@ def _small(method: str) -> Extra:
     return _forged(method, SMALL_PT, 5)
 
 
-def _cipher_method(method: str, args: Callable[[], dict[str, Any]], out_size: int = 0) -> Callable[[], Valid]:
-    return lambda: Valid(getattr(_cipher(), method), args(), out_size)
+def _cipher_api(
+    method: str,
+    args: Callable[[], dict[str, Any]],
+    params: tuple[Param, ...],
+    *,
+    out_size: int = 0,
+    forgeries: tuple[Extra, ...] | None = None,
+) -> Api:
+    """The entry of a ChaCha20Blake3 method. A decrypting one (`forgeries`
+    given) must refuse those, then a wrong key and a forged short and long
+    message."""
+    extra = () if forgeries is None else (*forgeries, _with_other_key(method), _small(method), _big(method))
+    return Api(
+        f"ChaCha20Blake3.{method}",
+        lambda: Valid(getattr(_cipher(), method), args(), out_size),
+        params,
+        extra=extra,
+        method_of=(cb3.ChaCha20Blake3, method),
+    )
 
 
 def _stream_valid(method: str) -> Callable[[], Valid]:
@@ -403,90 +420,52 @@ _CT, _TAG = _SEALED[:-32], _SEALED[-32:]
 #: Every public function and method. New APIs: add an entry.
 APIS: list[Api] = [
     Api("ChaCha20Blake3", lambda: Valid(cb3.ChaCha20Blake3, {"key": KEY}), (KEY_P, MAX_THREADS_P)),
-    Api(
-        "ChaCha20Blake3.encrypt",
-        _cipher_method("encrypt", lambda: {"nonce": NONCE, "data": PT, "associated_data": AAD}),
-        (nonce_p(), DATA_ALLOC, AAD_P),
-        method_of=(cb3.ChaCha20Blake3, "encrypt"),
+    _cipher_api(
+        "encrypt", lambda: {"nonce": NONCE, "data": PT, "associated_data": AAD}, (nonce_p(), DATA_ALLOC, AAD_P)
     ),
-    Api(
-        "ChaCha20Blake3.decrypt",
-        _cipher_method("decrypt", lambda: {"nonce": NONCE, "data": _SEALED, "associated_data": AAD}),
+    _cipher_api(
+        "decrypt",
+        lambda: {"nonce": NONCE, "data": _SEALED, "associated_data": AAD},
         (nonce_p(), DATA_ALLOC, AAD_P),
-        extra=(
-            *_forgeries("data", combined=True),
-            _with_other_key("decrypt"),
-            _small("decrypt"),
-            _big("decrypt"),
-        ),
-        method_of=(cb3.ChaCha20Blake3, "decrypt"),
+        forgeries=_forgeries("data", combined=True),
     ),
-    Api(
-        "ChaCha20Blake3.encrypt_detached",
-        _cipher_method("encrypt_detached", lambda: {"nonce": NONCE, "data": PT, "associated_data": AAD}),
+    _cipher_api(
+        "encrypt_detached",
+        lambda: {"nonce": NONCE, "data": PT, "associated_data": AAD},
         (nonce_p(), DATA_ALLOC, AAD_P),
-        method_of=(cb3.ChaCha20Blake3, "encrypt_detached"),
     ),
-    Api(
-        "ChaCha20Blake3.decrypt_detached",
-        _cipher_method(
-            "decrypt_detached", lambda: {"nonce": NONCE, "data": _CT, "tag": _TAG, "associated_data": AAD}
-        ),
+    _cipher_api(
+        "decrypt_detached",
+        lambda: {"nonce": NONCE, "data": _CT, "tag": _TAG, "associated_data": AAD},
         (nonce_p(), DATA_ALLOC, TAG_P, AAD_P),
-        extra=(
+        forgeries=(
             *_forgeries("data", combined=False, tag_name="tag"),
             ("data-empty", lambda v: v.args.__setitem__("data", b""), cb3.DecryptionError, r"^decryption failed"),
-            _with_other_key("decrypt_detached"),
-            _small("decrypt_detached"),
-            _big("decrypt_detached"),
         ),
-        method_of=(cb3.ChaCha20Blake3, "decrypt_detached"),
     ),
-    Api(
-        "ChaCha20Blake3.encrypt_into",
-        _cipher_method(
-            "encrypt_into",
-            lambda: {"nonce": NONCE, "data": PT, "associated_data": AAD, "buf": bytearray(sentinel(len(PT) + 32))},
-            out_size=len(PT) + 32,
-        ),
+    _cipher_api(
+        "encrypt_into",
+        lambda: {"nonce": NONCE, "data": PT, "associated_data": AAD, "buf": bytearray(sentinel(len(PT) + 32))},
         (nonce_p(), DATA_INTO, AAD_REQUIRED_P, BUF_OUT),
-        method_of=(cb3.ChaCha20Blake3, "encrypt_into"),
+        out_size=len(PT) + 32,
     ),
-    Api(
-        "ChaCha20Blake3.decrypt_into",
-        _cipher_method(
-            "decrypt_into",
-            lambda: {"nonce": NONCE, "data": _SEALED, "associated_data": AAD, "buf": bytearray(sentinel(len(PT)))},
-            out_size=len(PT),
-        ),
+    _cipher_api(
+        "decrypt_into",
+        lambda: {"nonce": NONCE, "data": _SEALED, "associated_data": AAD, "buf": bytearray(sentinel(len(PT)))},
         (nonce_p(), DATA_INTO, AAD_REQUIRED_P, BUF_OUT),
-        extra=(
-            *_forgeries("data", combined=True, into=True),
-            _with_other_key("decrypt_into"),
-            _small("decrypt_into"),
-            _big("decrypt_into"),
-        ),
-        method_of=(cb3.ChaCha20Blake3, "decrypt_into"),
+        out_size=len(PT),
+        forgeries=_forgeries("data", combined=True, into=True),
     ),
-    Api(
-        "ChaCha20Blake3.encrypt_in_place",
-        _cipher_method("encrypt_in_place", lambda: {"nonce": NONCE, "buf": bytearray(PT), "associated_data": AAD}),
+    _cipher_api(
+        "encrypt_in_place",
+        lambda: {"nonce": NONCE, "buf": bytearray(PT), "associated_data": AAD},
         (nonce_p(), BUF_INOUT, AAD_P),
-        method_of=(cb3.ChaCha20Blake3, "encrypt_in_place"),
     ),
-    Api(
-        "ChaCha20Blake3.decrypt_in_place",
-        _cipher_method(
-            "decrypt_in_place", lambda: {"nonce": NONCE, "buf": bytearray(_CT), "tag": _TAG, "associated_data": AAD}
-        ),
+    _cipher_api(
+        "decrypt_in_place",
+        lambda: {"nonce": NONCE, "buf": bytearray(_CT), "tag": _TAG, "associated_data": AAD},
         (nonce_p(), BUF_INOUT, TAG_P, AAD_P),
-        extra=(
-            *_forgeries("buf", combined=False, tag_name="tag"),
-            _with_other_key("decrypt_in_place"),
-            _small("decrypt_in_place"),
-            _big("decrypt_in_place"),
-        ),
-        method_of=(cb3.ChaCha20Blake3, "decrypt_in_place"),
+        forgeries=_forgeries("buf", combined=False, tag_name="tag"),
     ),
     Api(
         "Stream",

@@ -4,10 +4,8 @@ bench_throughput (asv treats every number as lower-is-better)."""
 
 import cb3
 
-from .common import KEY, LARGE, MESSAGES, NONCE, SIZES, SOME_SIZES, Lazy
+from .common import CIPHER, KEY, LARGE, MESSAGES, NONCE, SEALED, SIZES, SOME_SIZES, Lazy
 
-CIPHER = cb3.ChaCha20Blake3(KEY)
-SEALED = Lazy(lambda size: CIPHER.encrypt(NONCE, MESSAGES[size]))
 DETACHED = Lazy(lambda size: CIPHER.encrypt_detached(NONCE, MESSAGES[size]))
 OUT_ENCRYPT = Lazy(lambda size: bytearray(size + 32))
 OUT_DECRYPT = Lazy(bytearray)

@@ -22,11 +22,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 import cb3
 
-from .common import KEY, MESSAGES, NONCE, NONCE12, KiB, Lazy, MiB
+from .common import CIPHER, KEY, MESSAGES, NONCE, NONCE12, SEALED, KiB, Lazy, MiB
 
 SIZES = [64, 4 * KiB, 1 * MiB, 16 * MiB]
-CIPHER = cb3.ChaCha20Blake3(KEY)
-SEALED = Lazy(lambda size: CIPHER.encrypt(NONCE, MESSAGES[size]))
 OUT = Lazy(lambda size: bytearray(size + 32))
 
 

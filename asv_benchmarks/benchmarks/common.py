@@ -23,6 +23,8 @@ import shutil
 import tempfile
 from typing import Any, Callable
 
+import cb3
+
 KiB = 1024
 MiB = 1024 * KiB
 
@@ -63,6 +65,10 @@ def _random(size: int) -> bytes:
 
 #: MESSAGES[size]: `size` random bytes.
 MESSAGES = Lazy(_random)
+
+#: The AEAD under KEY, and SEALED[size]: MESSAGES[size] sealed by it under NONCE.
+CIPHER = cb3.ChaCha20Blake3(KEY)
+SEALED = Lazy(lambda size: CIPHER.encrypt(NONCE, MESSAGES[size]))
 
 _TMP: list[str] = []
 

@@ -294,6 +294,19 @@ def _cipher(fdp: atheris.FuzzedDataProvider, m: Message) -> tuple[cb3.ChaCha20Bl
     return cb3.ChaCha20Blake3(key), key
 
 
+def _combined_opening(
+    key: bytes, v: dict[str, bytes], errors: set[type[BaseException]]
+) -> tuple[set[type[BaseException]], Any]:
+    """What a combined decryption must do: raise `errors` (the rules the
+    values break), else what the reference makes of them."""
+    if errors:
+        return errors, None
+    pt = reference_open(key, v["nonce"], v["data"], None, v["associated_data"])
+    if pt is None:
+        errors.add(cb3.DecryptionError)
+    return errors, pt
+
+
 def target_decrypt(fdp: atheris.FuzzedDataProvider) -> None:
     m = draw_message(fdp)
     sealed = reference.encrypt(m.key, m.nonce, m.plaintext, m.aad)
@@ -308,12 +321,7 @@ def target_decrypt(fdp: atheris.FuzzedDataProvider) -> None:
             errors.add(cb3.DecryptionError)
         if len(v["nonce"]) != 24:
             errors.add(ValueError)
-        if not errors:
-            pt = reference_open(key, v["nonce"], v["data"], None, v["associated_data"])
-            if pt is None:
-                errors.add(cb3.DecryptionError)
-            return errors, pt
-        return errors, None
+        return _combined_opening(key, v, errors)
 
     call_and_judge(
         lambda: cipher.decrypt(nonce.obj, data.obj, aad.obj),
@@ -347,12 +355,7 @@ def target_decrypt_into(fdp: atheris.FuzzedDataProvider) -> None:
             return {cb3.DecryptionError}, None  # then the tag's presence, before the output size
         if len(v["buf"]) != len(v["data"]) - 32:
             errors.add(ValueError)
-        if not errors:
-            pt = reference_open(key, v["nonce"], v["data"], None, v["associated_data"])
-            if pt is None:
-                errors.add(cb3.DecryptionError)
-            return errors, pt
-        return errors, None
+        return _combined_opening(key, v, errors)
 
     def check(result: Any, pt: bytes) -> None:
         if result != len(pt) or snapshot(buf.obj) != pt:
@@ -376,42 +379,44 @@ def _detached_opening(key: bytes, ciphertext: str) -> Callable[[dict[str, bytes]
     return expected
 
 
-def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
+def _judge_detached_opening(
+    fdp: atheris.FuzzedDataProvider,
+    method: str,
+    ciphertext_name: str,
+    check_for: Callable[[Arg], Callable[[Any, bytes], None]],
+) -> None:
+    """Seals a message detached, then opens it with `method` (decrypt_detached
+    or decrypt_in_place, which takes the ciphertext as a writable `buf`), each
+    argument perhaps tampered with; `check_for(ciphertext)` judges a success."""
     m = draw_message(fdp)
     ct, tag = reference.encrypt_detached(m.key, m.nonce, m.plaintext, m.aad)
     cipher, key = _cipher(fdp, m)
     nonce = present(fdp, tamper(fdp, m.nonce))
-    data = present(fdp, tamper(fdp, ct))
+    ciphertext = present(fdp, tamper(fdp, ct), writable=ciphertext_name == "buf")
     tag_arg = present(fdp, tamper(fdp, tag))
     aad = present(fdp, tamper(fdp, m.aad), none_ok=True)
 
     call_and_judge(
-        lambda: cipher.decrypt_detached(nonce.obj, data.obj, tag_arg.obj, aad.obj),
-        [("nonce", nonce), ("data", data), ("tag", tag_arg), ("associated_data", aad)],
-        _detached_opening(key, "data"),
-        equal,
+        lambda: getattr(cipher, method)(nonce.obj, ciphertext.obj, tag_arg.obj, aad.obj),
+        [("nonce", nonce), (ciphertext_name, ciphertext), ("tag", tag_arg), ("associated_data", aad)],
+        _detached_opening(key, ciphertext_name),
+        check_for(ciphertext),
     )
+
+
+def target_decrypt_detached(fdp: atheris.FuzzedDataProvider) -> None:
+    _judge_detached_opening(fdp, "decrypt_detached", "data", lambda data: equal)
 
 
 def target_decrypt_in_place(fdp: atheris.FuzzedDataProvider) -> None:
-    m = draw_message(fdp)
-    ct, tag = reference.encrypt_detached(m.key, m.nonce, m.plaintext, m.aad)
-    cipher, key = _cipher(fdp, m)
-    nonce = present(fdp, tamper(fdp, m.nonce))
-    buf = present(fdp, tamper(fdp, ct), writable=True)
-    tag_arg = present(fdp, tamper(fdp, tag))
-    aad = present(fdp, tamper(fdp, m.aad), none_ok=True)
+    def check_for(buf: Arg) -> Callable[[Any, bytes], None]:
+        def check(result: Any, pt: bytes) -> None:
+            if result is not None or snapshot(buf.obj) != pt:
+                raise Bug("decrypt_in_place left something other than the reference plaintext")
 
-    def check(result: Any, pt: bytes) -> None:
-        if result is not None or snapshot(buf.obj) != pt:
-            raise Bug("decrypt_in_place left something other than the reference plaintext")
+        return check
 
-    call_and_judge(
-        lambda: cipher.decrypt_in_place(nonce.obj, buf.obj, tag_arg.obj, aad.obj),
-        [("nonce", nonce), ("buf", buf), ("tag", tag_arg), ("associated_data", aad)],
-        _detached_opening(key, "buf"),
-        check,
-    )
+    _judge_detached_opening(fdp, "decrypt_in_place", "buf", check_for)
 
 
 def target_stream_decrypt(fdp: atheris.FuzzedDataProvider) -> None:
