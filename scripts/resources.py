@@ -16,6 +16,7 @@ installed (the stamp and the section markers are cb3.bench's).
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import re
 import subprocess
@@ -78,11 +79,18 @@ def section(command: str, seconds: float, sizes: list[tuple[str, int]], test_dir
     if test_dir:
         lines += ["", f"What `bash scripts/test.sh` had written when this ran:", "",
                   "| where | size |", "|---|---|"]
+        checkout = Path(test_dir).resolve().parent  # the checkout the test command ran in
         for place in [test_dir, "rustlib/target", "build", *CACHES]:
             path = Path(os.path.expanduser(place))
-            path = path if path.is_absolute() else ROOT / path
+            path = path if path.is_absolute() else checkout / path
             if path.exists():
                 lines.append(f"| `{place}` | {human(disk_usage(path))} |")
+        # pytest's temporary directories: the harness gives each run its own and removes it.
+        temporary = [Path(tempfile.gettempdir()) / f"cb3-pytest-{os.getuid()}",
+                     Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"]
+        left = sum(disk_usage(path) for path in temporary)
+        lines.append(f"| pytest's temporary directories (`{temporary[0]}`, `{temporary[1]}`) | "
+                     + (human(left) if left else "none left") + " |")
     lines.append(end)
     return "\n".join(lines)
 
