@@ -135,8 +135,10 @@ class Profile:
     built and tested in the PyPy one), with a venv of test tools at /opt/cb3-venv."""
 
     def __init__(self, name: str, cache: Path, suite: str, python: str, recipe_name: str, packages: str,
-                 where: str, test_deps: list[str], options: Sequence[str] = ()) -> None:
+                 where: str, test_deps: list[str], options: Sequence[str] = (), system_site: bool = False) -> None:
         self.name, self.cache, self.python, self.where, self.test_deps = name, cache, python, where, test_deps
+        # system_site: the venv sees Debian's python3-* packages (numpy where PyPI has no wheel yet).
+        self.system_site = system_site
         recipe = f"cb3-{recipe_name}-chroot v1 suite={suite} packages={packages}"
         if options:
             recipe += " options=" + " ".join(options)
@@ -147,6 +149,10 @@ class Profile:
     @property
     def root(self) -> Path:
         return self.chroot.root
+
+    @property
+    def venv_options(self) -> list[str]:
+        return ["--system-site-packages"] if self.system_site else []
 
     def prepare(self) -> Chroot:
         """ensure(), holding the cache's lock (a test run may be using the chroot)."""
@@ -161,7 +167,7 @@ class Profile:
         if not stamp.exists() or stamp.read_text().strip() != deps:
             say(f"[{self.name}] creating the venv {venv}: {deps}")
             shutil.rmtree(self.root / "opt/cb3-venv", ignore_errors=True)
-            self.chroot.run([self.python, "-m", "venv", venv])
+            self.chroot.run([self.python, "-m", "venv", *self.venv_options, venv])
             # --only-binary cryptography: no long source build of it; blake3 on PyPy
             # (no wheel) builds with the host's cargo.
             self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", "--only-binary", "cryptography",
@@ -192,7 +198,17 @@ def profile(name: str) -> Profile:
         return Profile("cpython3.14", Path("/var/cache/cb3-cpython3.14"), "forky", "python3.14", "cpython3.14",
                        f"python3.14,python3.14-dev,python3.14-venv,{COMMON_PACKAGES}", "Debian forky chroot",
                        _host_pins(), options=[NO_VALID_UNTIL])
-    raise ValueError(f"unknown chroot profile {name} (pypy3.11 or cpython3.14)")
+    if name == "cpython3.15":
+        # sid: the only Debian suite with CPython 3.15. numpy has no cp315 wheel at the pinned
+        # version and its sdist needs a long meson build: Debian's python3-numpy (built for 3.15)
+        # through --system-site-packages. binutils-aarch64-linux-gnu: the aarch64 cp315 wheel
+        # is built here too (wheels.py).
+        return Profile("cpython3.15", Path("/var/cache/cb3-sid"), "sid", "python3.15", "cpython3.15",
+                       f"python3.15,python3.15-dev,python3.15-venv,python3-numpy,binutils-aarch64-linux-gnu,"
+                       f"{COMMON_PACKAGES}", "Debian sid chroot",
+                       [p for p in _host_pins() if not p.startswith("numpy==")], options=[NO_VALID_UNTIL],
+                       system_site=True)
+    raise ValueError(f"unknown chroot profile {name} (pypy3.11, cpython3.14 or cpython3.15)")
 
 
 def test_binds(p: Profile) -> list[tuple[Path | str, str]]:
