@@ -42,7 +42,7 @@ nox.options.default_venv_backend = "none"
 
 PRIMARY_VENV = WORK / "venv"
 PRIMARY_TESTED = threading.Event()  # the wheel builds wait for it: the memory scans and races run without that load
-ROOT_ONLY = ("chroot-3.14", "chroot-pypy", "wheels", "wheels-aarch64", "simd", "pypy-speed")
+ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "hpy-debug-3.15", "chroot-pypy", "wheels", "wheels-aarch64", "simd", "pypy-speed")
 SOURCE_ONLY_MODE = "scripts/source-only-tests.txt; the rest runs on its wheel"
 RESULTS: dict[str, bool] = {}  # what a lane did for a later step (the aarch64 runs)
 
@@ -88,7 +88,7 @@ def primary_python(opts) -> str:  # type: ignore[no-untyped-def]
     version = tuple(map(int, minor_of(py).split(".")))
     impl = output_of([py, "-c", "import sys; print(sys.implementation.name)"])
     if impl != "cpython" or not SUPPORTED[0] <= version <= SUPPORTED[1]:
-        raise RuntimeError(f"--python must be CPython 3.11 to 3.14, not {impl} {version}")
+        raise RuntimeError(f"--python must be CPython 3.11 to 3.15, not {impl} {version}")
     return py
 
 
@@ -149,8 +149,9 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
         ok = True
         for name, work in (("wheels", lambda: wheels.prepare(arm64=planned(s, "wheels-aarch64"), pypy=False)),
                            ("chroot-3.14", lambda: chroots.profile("cpython3.14").prepare()),
+                           ("chroot-3.15", lambda: sid_prepare(s)),
                            ("pypy", lambda: chroots.profile("pypy3.11").prepare() if pypy else None)):
-            if name == "pypy" or planned(s, name):
+            if name == "pypy" or planned(s, name) or (name == "chroot-3.15" and uses_sid(s)):
                 try:
                     work()
                 except Exception:  # noqa: BLE001 -- the step itself tries again
@@ -164,6 +165,17 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
                 RESULTS["wheels-aarch64"] = all([wheels.test_wheel(v, "aarch64") for v, _ in wheels.ARM64_RUNS])
         return ok
     lanes.start("root", root_lane)
+
+
+def uses_sid(s: nox.Session) -> bool:
+    return any(planned(s, n) for n in ("chroot-3.15", "hpy-debug-3.15", "wheels", "wheels-aarch64"))
+
+
+def sid_prepare(s: nox.Session) -> None:
+    """The sid chroot (CPython 3.15) and, for hpy-debug-3.15, its hpy.universal wheel."""
+    c = chroots.profile("cpython3.15").prepare()
+    if planned(s, "hpy-debug-3.15"):
+        suite.hpy_universal_wheel("python3.15", c)
 
 
 def ensure_cbindgen() -> None:
@@ -304,7 +316,7 @@ def unsupported(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-
                        text=True)
     text = r.stdout
     say(text.strip().splitlines()[-1] if text.strip() else "")
-    if r.returncode == 0 or "error: cb3 supports CPython 3.11 to 3.14 and PyPy 3.11; this is CPython 3.10" not in text:
+    if r.returncode == 0 or "error: cb3 supports CPython 3.11 to 3.15 and PyPy 7.3 (Python 3.11); this is CPython 3.10" not in text:
         raise RuntimeError(f"expected setup.py to refuse {py} with a clear error (exit status {r.returncode})")
 
 
@@ -324,7 +336,19 @@ def chroot_step(name: str, profile: str, label: str) -> None:
 
 
 chroot_step("chroot-3.14", "cpython3.14", "CPython 3.14 (Debian forky chroot)")
+chroot_step("chroot-3.15", "cpython3.15", "CPython 3.15 (Debian sid chroot)")
 chroot_step("chroot-pypy", "pypy3.11", "PyPy 3.11 (Debian trixie chroot, PyPy 7.3.19)")
+
+
+@step("hpy-debug-3.15")
+def hpy_debug_315(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
+    """CPython 3.15 (Debian sid chroot), hybrid ABI under HPy's debug mode; root only.
+
+    The newest CPython, where the ctx_type.c patch matters (hpy.universal built in the chroot)."""
+    need_root(opts, "mmdebstrap, chroot, unshare", "hpy-debug-3.15")
+    suite.ensure_staticlib()
+    if not suite.chroot_hpy_debug_run("cpython3.15", rest):
+        raise RuntimeError("pytest failed")
 
 
 def wheel_pythons(opts) -> list[str]:  # type: ignore[no-untyped-def]
@@ -346,9 +370,9 @@ def wheels_built(opts) -> None:  # type: ignore[no-untyped-def]
 def wheels_step(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """Builds the sdist and manylinux_2_17 wheels, tests each x86_64 one without Rust; root only.
 
-    x86_64 and aarch64; CPython 3.11-3.14, PyPy 3.11 x86_64 (-- --skip-pypy: not it). Each x86_64 wheel
+    x86_64 and aarch64; CPython 3.11-3.15, PyPy 3.11 x86_64 (-- --skip-pypy: not it). Each x86_64 wheel
     runs the suite less scripts/source-only-tests.txt in a fresh environment (docs/wheels.md)."""
-    need_root(opts, "Debian chroots for CPython 3.14 and PyPy", "wheels")
+    need_root(opts, "Debian chroots for CPython 3.14, 3.15 and PyPy", "wheels")
     wheels_built(opts)
     if planned(s, "wheels-aarch64") and "wheels-aarch64" not in RESULTS:
         # The aarch64 runs (one emulated process) go on beside the x86_64 ones.
@@ -363,7 +387,7 @@ def wheels_step(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-
 def wheels_aarch64(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """The aarch64 wheels in arm64 chroots under qemu-user: vectors and cross-checks; root only.
 
-    CPython 3.11 (bookworm), 3.13 (trixie), 3.14 (forky); python -m cb3, simd_backend() == "neon"."""
+    CPython 3.11 (bookworm), 3.13 (trixie), 3.14 (forky), 3.15 (sid); python -m cb3, simd_backend() == "neon"."""
     need_root(opts, "arm64 chroots, qemu-user binfmt_misc", "wheels-aarch64")
     lanes.wait("aarch64")
     if "wheels-aarch64" not in RESULTS:

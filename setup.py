@@ -53,29 +53,46 @@ def read_setting(path, pattern):
     return tuple(int(group) for group in match.groups())
 
 
-PYPY_VERSION = (3, 11)  # the Python version of the one PyPy tested (noxfile.py's chroot-pypy step)
+# The PyPy releases a test covers (noxfile.py's chroot-pypy step), by PyPy version: the
+# Python version each implements. PyPy 8.0 has no hpy.universal and is not yet supported
+# (docs/pypy.md): it is refused here rather than built into a module that cannot load.
+SUPPORTED_PYPY = {(7, 3): (3, 11)}
+
+
+def supported_list(cpython_low, cpython_high):
+    pypys = ", ".join(f"PyPy {p[0]}.{p[1]} (Python {v[0]}.{v[1]})" for p, v in SUPPORTED_PYPY.items())
+    return f"CPython {cpython_low[0]}.{cpython_low[1]} to {cpython_high[0]}.{cpython_high[1]} and {pypys}"
 
 
 def check_python_version():
-    """Refuses to build on a Python outside pyproject.toml's requires-python
-    (pip already refuses; this covers --ignore-requires-python, direct
-    setup.py runs and frontends that do not check). HPy 0.9 crashes on
-    interpreters it was not adapted to (3.13 needed a patch:
-    third_party/hpy/PATCHES.md), so an untested Python gets this error, not
-    a binary that may segfault."""
+    """Refuses to build on an interpreter no test covers (pip already checks
+    pyproject.toml's requires-python; this covers --ignore-requires-python,
+    direct setup.py runs, frontends that do not check, free-threaded builds
+    and PyPy releases). HPy 0.9 crashes on interpreters it was not adapted to
+    (3.13 needed a patch: third_party/hpy/PATCHES.md), so an untested one gets
+    this error, not a binary that may segfault."""
     low_major, low_minor, high_major, high_minor = read_setting(
         "pyproject.toml", r'^requires-python = ">=(\d+)\.(\d+),<(\d+)\.(\d+)"$'
     )
+    supported = supported_list((low_major, low_minor), (high_major, high_minor - 1))
     version = sys.version_info[:2]
-    if platform.python_implementation() == "CPython":
-        if (low_major, low_minor) <= version < (high_major, high_minor):
+    implementation = platform.python_implementation()
+    this = f"{implementation} {platform.python_version()}"
+    if implementation == "PyPy":
+        pypy = sys.pypy_version_info[:2]
+        this = f"PyPy {'.'.join(map(str, sys.pypy_version_info[:3]))} (Python {platform.python_version()})"
+        if SUPPORTED_PYPY.get(pypy) == version:
             return
-    elif platform.python_implementation() == "PyPy" and version == PYPY_VERSION:
-        return
-    pypy = ".".join(map(str, PYPY_VERSION))
+    elif implementation == "CPython" and (low_major, low_minor) <= version < (high_major, high_minor):
+        if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+            return
+        sys.exit(
+            f"error: cb3 supports {supported}, with the GIL; this is the free-threaded build of {this}. "
+            "HPy has no free-threading support (docs/free-threading.md: what cb3 would need). "
+            "Use the default build of the same CPython."
+        )
     sys.exit(
-        f"error: cb3 supports CPython {low_major}.{low_minor} to {high_major}.{high_minor - 1} and PyPy {pypy}; "
-        f"this is {platform.python_implementation()} {platform.python_version()}. "
+        f"error: cb3 supports {supported}; this is {this}. "
         "cb3's HPy 0.9 layer has been adapted and tested only on those versions (on others it can crash at "
         "run time), so it is not built here. Use a supported Python, e.g. python3.13 -m venv .venv."
     )

@@ -30,7 +30,8 @@ PAGE = ROOT / "docs" / "results" / "resources.md"
 # The README's set-up command: an indented line of its Install section.
 INSTALL = re.compile(r"^    (python3 -m venv \.venv && .*)$", re.M)
 # What the test command writes outside the tracked files (docs/development.md).
-CACHES = ["/var/cache/cb3-wheels", "/var/cache/cb3-pypy", "/var/cache/cb3-cpython3.14", "~/.cache/cb3-tools"]
+CACHES = ["/var/cache/cb3-wheels", "/var/cache/cb3-pypy", "/var/cache/cb3-cpython3.14", "/var/cache/cb3-sid",
+          "~/.cache/cb3-tools"]
 
 
 def install_command() -> str:

@@ -1,6 +1,7 @@
 """cb3 on every supported interpreter: the HPy 3.13+ type-flag patch
 (third_party/hpy/PATCHES.md) and the declared support range."""
 
+import ast
 import os
 import platform
 import re
@@ -70,9 +71,10 @@ def test_declared_support_matches_this_interpreter_and_each_other():
         c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
     )
     assert versions == sorted(f"3.{m}" for m in minors)
-    pypy = re.search(r"^PYPY_VERSION = \((\d+), (\d+)\)", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
-    assert f"{pypy[1]}.{pypy[2]}" in versions
+    pypys = re.search(r"^SUPPORTED_PYPY = (\{.*\})$", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
+    supported_pypy = ast.literal_eval(pypys[1])
+    assert supported_pypy and all(f"{v[0]}.{v[1]}" in versions for v in supported_pypy.values())
     if platform.python_implementation() == "PyPy":
-        assert sys.version_info[:2] == (int(pypy[1]), int(pypy[2]))
+        assert supported_pypy[sys.pypy_version_info[:2]] == sys.version_info[:2]  # type: ignore[attr-defined]
     else:
         assert sys.version_info[:2] in [(3, m) for m in minors]

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from .core import NO_RUST_PATH, TOOLS, apt_install, file_lock, run, say
+from .core import NO_RUST_PATH, TOOLS, apt_install, file_lock, run, say, test_pins
 
 CHROOT_ENV = {"PATH": NO_RUST_PATH, "HOME": "/root", "LANG": "C.UTF-8",
               "PIP_CERT": "/etc/ssl/certs/ca-certificates.crt", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
@@ -135,10 +135,8 @@ class Profile:
     built and tested in the PyPy one), with a venv of test tools at /opt/cb3-venv."""
 
     def __init__(self, name: str, cache: Path, suite: str, python: str, recipe_name: str, packages: str,
-                 where: str, test_deps: list[str], options: Sequence[str] = (), system_site: bool = False) -> None:
+                 where: str, test_deps: list[str], options: Sequence[str] = ()) -> None:
         self.name, self.cache, self.python, self.where, self.test_deps = name, cache, python, where, test_deps
-        # system_site: the venv sees Debian's python3-* packages (numpy where PyPI has no wheel yet).
-        self.system_site = system_site
         recipe = f"cb3-{recipe_name}-chroot v1 suite={suite} packages={packages}"
         if options:
             recipe += " options=" + " ".join(options)
@@ -150,10 +148,6 @@ class Profile:
     def root(self) -> Path:
         return self.chroot.root
 
-    @property
-    def venv_options(self) -> list[str]:
-        return ["--system-site-packages"] if self.system_site else []
-
     def prepare(self) -> Chroot:
         """ensure(), holding the cache's lock (a test run may be using the chroot)."""
         with file_lock(self.lock):
@@ -162,27 +156,27 @@ class Profile:
     def ensure(self) -> Chroot:
         """The chroot and its test venv (/opt/cb3-venv), made if missing or outdated."""
         self.chroot.ensure()
-        venv, deps = "/opt/cb3-venv", " ".join(self.test_deps)
-        stamp = self.root / "opt/cb3-venv/.cb3-deps"
-        if not stamp.exists() or stamp.read_text().strip() != deps:
-            say(f"[{self.name}] creating the venv {venv}: {deps}")
-            shutil.rmtree(self.root / "opt/cb3-venv", ignore_errors=True)
-            self.chroot.run([self.python, "-m", "venv", *self.venv_options, venv])
-            # --only-binary cryptography: no long source build of it; blake3 on PyPy
-            # (no wheel) builds with the host's cargo.
-            self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", "--only-binary", "cryptography",
-                             *self.test_deps], rust=True)
-            # A wheel that installs but does not load would only show up as skipped tests.
-            self.chroot.run([f"{venv}/bin/python", "-c", "import pytest, hypothesis.strategies, blake3, numpy, "
-                             "psutil, Crypto\nfrom cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305"])
-            stamp.write_text(deps + "\n")
+        self.ensure_venv("/opt/cb3-venv")
         return self.chroot
 
-
-def _host_pins() -> list[str]:
-    from .core import ROOT
-    lines = (ROOT / "tests/requirements.txt").read_text().splitlines()
-    return [l.split("#")[0].strip() for l in lines if l.split("#")[0].strip()]
+    def ensure_venv(self, venv: str, extra: Sequence[str] = ()) -> None:
+        """A venv in the chroot with the test tools (and `extra`: more pip
+        arguments, e.g. a wheel in the chroot), made if missing or outdated."""
+        deps = " ".join([*self.test_deps, *extra])
+        stamp = self.root / venv.lstrip("/") / ".cb3-deps"
+        if stamp.exists() and stamp.read_text().strip() == deps:
+            return
+        say(f"[{self.name}] creating the venv {venv}: {deps}")
+        shutil.rmtree(self.root / venv.lstrip("/"), ignore_errors=True)
+        self.chroot.run([self.python, "-m", "venv", venv])
+        # --only-binary cryptography: no long source build of it; blake3 where PyPI
+        # has no wheel for the interpreter (PyPy) builds with the host's cargo.
+        self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", "--only-binary", "cryptography",
+                         *self.test_deps, *extra], rust=True)
+        # A wheel that installs but does not load would only show up as skipped tests.
+        self.chroot.run([f"{venv}/bin/python", "-c", "import pytest, hypothesis.strategies, blake3, numpy, "
+                         "psutil, Crypto\nfrom cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305"])
+        stamp.write_text(deps + "\n")
 
 
 def profile(name: str) -> Profile:
@@ -197,17 +191,13 @@ def profile(name: str) -> Profile:
     if name == "cpython3.14":
         return Profile("cpython3.14", Path("/var/cache/cb3-cpython3.14"), "forky", "python3.14", "cpython3.14",
                        f"python3.14,python3.14-dev,python3.14-venv,{COMMON_PACKAGES}", "Debian forky chroot",
-                       _host_pins(), options=[NO_VALID_UNTIL])
+                       test_pins("3.14"), options=[NO_VALID_UNTIL])
     if name == "cpython3.15":
-        # sid: the only Debian suite with CPython 3.15. numpy has no cp315 wheel at the pinned
-        # version and its sdist needs a long meson build: Debian's python3-numpy (built for 3.15)
-        # through --system-site-packages. binutils-aarch64-linux-gnu: the aarch64 cp315 wheel
-        # is built here too (wheels.py).
+        # sid: the only Debian suite with CPython 3.15. binutils-aarch64-linux-gnu: the
+        # aarch64 cp315 wheel is built here too (wheels.py).
         return Profile("cpython3.15", Path("/var/cache/cb3-sid"), "sid", "python3.15", "cpython3.15",
-                       f"python3.15,python3.15-dev,python3.15-venv,python3-numpy,binutils-aarch64-linux-gnu,"
-                       f"{COMMON_PACKAGES}", "Debian sid chroot",
-                       [p for p in _host_pins() if not p.startswith("numpy==")], options=[NO_VALID_UNTIL],
-                       system_site=True)
+                       f"python3.15,python3.15-dev,python3.15-venv,binutils-aarch64-linux-gnu,{COMMON_PACKAGES}",
+                       "Debian sid chroot", test_pins("3.15"), options=[NO_VALID_UNTIL])
     raise ValueError(f"unknown chroot profile {name} (pypy3.11, cpython3.14 or cpython3.15)")
 
 

@@ -38,8 +38,26 @@ CBINDGEN_VERSION = "0.29.4"
 CARGO_FUZZ_VERSION = "0.13.2"
 ASV_VERSION = "0.6.6"
 HPY_SDIST = "hpy==0.9.0 --hash=sha256:4545310f3a7f9ac249c0f19a80a9b05f46565afb62b7e9225b79493b7b6c70cc"
-SUPPORTED = ((3, 11), (3, 14))
+SUPPORTED = ((3, 11), (3, 15))
 PIP_QUIET = ["--quiet", "--disable-pip-version-check"]
+
+
+def test_pins(python_version: str | None = None, path: Path | None = None) -> list[str]:
+    """tests/requirements.txt's pins (or path's). With python_version ("3.15"):
+    those whose environment marker holds for it, without the marker (for a pip
+    that installs for another interpreter than its own, and the chroots)."""
+    pins = []
+    for line in (path or ROOT / "tests/requirements.txt").read_text().splitlines():
+        spec = line.split("#")[0].strip()
+        if spec and python_version is not None and ";" in spec:
+            from packaging.markers import Marker  # nox's dependency; imported only where markers occur
+
+            spec, marker = (part.strip() for part in spec.split(";", 1))
+            if not Marker(marker).evaluate({"python_version": python_version}):
+                continue
+        if spec:
+            pins.append(spec)
+    return pins
 
 
 # ---- options: `nox -- OPTIONS` (every session reads the same ones) ---------------
@@ -47,7 +65,7 @@ def parse_options(posargs: Sequence[str]) -> tuple[argparse.Namespace, list[str]
     """The harness's options, and what is left (pytest arguments for the
     sessions that run one interpreter's suite)."""
     p = argparse.ArgumentParser(prog="nox -- ", add_help=False)
-    p.add_argument("--python", default="python3.11", help="the primary CPython (3.11-3.14)")
+    p.add_argument("--python", default="python3.11", help="the primary CPython (3.11-3.15)")
     p.add_argument("--skip-pypy", action="store_true", help="no PyPy: neither its chroot, wheel nor speed table")
     p.add_argument("--seconds", type=int, default=20, help="fuzzing: seconds per target")
     p.add_argument("--targets", default="", help="fuzzing: only these targets (space separated)")

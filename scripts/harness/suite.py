@@ -121,34 +121,38 @@ def ensure_staticlib() -> Path:
     return STATICLIB
 
 
-def hpy_universal_wheel(python: str) -> Path:
-    """An hpy 0.9.0 wheel for `python` whose hpy.universal (the runtime of the
-    hybrid ABI and of HPy's debug mode) has the vendored, patched ctx_type.c
-    (third_party/hpy/PATCHES.md). PyPI's hpy 0.9.0 has wheels for CPython <= 3.11
-    only, and its sdist has the 3.13 tp_flags bug: every interpreter gets one
-    built from that sdist (hash-pinned), cached per patch and interpreter."""
+def hpy_universal_wheel(python: str, chroot: chroots.Chroot | None = None) -> Path:
+    """An hpy 0.9.0 wheel for `python` (on the host, or in `chroot`) whose
+    hpy.universal (the runtime of the hybrid ABI and of HPy's debug mode) has
+    the vendored, patched ctx_type.c (third_party/hpy/PATCHES.md). PyPI's hpy
+    0.9.0 has wheels for CPython <= 3.11 only, and its sdist has the 3.13
+    tp_flags bug: every interpreter gets one built from that sdist
+    (hash-pinned), cached on the host per patch and interpreter."""
+    target: Host | InChroot = InChroot(chroot) if chroot else Host()
     patch = ROOT / "third_party/hpy/devel/src/runtime/ctx_type.c"
     digest = output_of(["sha256sum", patch])[:12]
-    tag = output_of([python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"])
+    tag = target.run([python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture=True,
+                     quiet=True).stdout.strip()
     cache = TOOLS / f"hpy-0.9.0-cb3-{digest}"
     with file_lock(TOOLS / ".hpy-wheel.lock"):
         found = sorted(cache.glob(f"hpy-0.9.0-{tag}-*.whl"))
         if found:
             return found[0]
-        build = WORK / f"hpy-build-{tag}"
+        build = chroot.root / "build-hpy" if chroot else WORK / f"hpy-build-{tag}"
+        seen = "/build-hpy" if chroot else str(build)  # the build directory as `target` sees it
         shutil.rmtree(build, ignore_errors=True)
         build.mkdir(parents=True)
         (build / "req.txt").write_text(HPY_SDIST + "\n")
-        run([python, "-m", "venv", build / "venv"])
-        run([build / "venv/bin/pip", "download", *PIP_QUIET, "--no-deps", "--no-binary", ":all:",
-             "--require-hashes", "-r", build / "req.txt", "-d", build])
+        target.run([python, "-m", "venv", f"{seen}/venv"])
+        target.run([f"{seen}/venv/bin/pip", "download", *PIP_QUIET, "--no-deps", "--no-binary", ":all:",
+                    "--require-hashes", "-r", f"{seen}/req.txt", "-d", seen])
         run(["tar", "-C", build, "-xzf", build / "hpy-0.9.0.tar.gz"])
         shutil.copy(patch, build / "hpy-0.9.0/hpy/devel/src/runtime/ctx_type.c")
         # hpy's setup.py adds -Werror; GCC >= 15 with glibc >= 2.43 (C23
         # strchr/strstr return const) then stops on hpymodule.c.
         cflags = (os.environ.get("CFLAGS", "") + " -Wno-error=discarded-qualifiers").strip()
-        run([build / "venv/bin/pip", "wheel", *PIP_QUIET, "--no-deps", "-w", build / "wheel", build / "hpy-0.9.0"],
-            env={"CFLAGS": cflags})
+        target.run([f"{seen}/venv/bin/pip", "wheel", *PIP_QUIET, "--no-deps", "-w", f"{seen}/wheel",
+                    f"{seen}/hpy-0.9.0"], env={"CFLAGS": cflags})
         wheel = next((build / "wheel").glob(f"hpy-0.9.0-{tag}-*.whl"))
         cache.mkdir(parents=True, exist_ok=True)
         dest = cache / wheel.name
@@ -180,28 +184,48 @@ def chroot_source_suite(name: str, tests: Sequence[str], mode: str, pytest_args:
     a real PEP 517 `pip install .` of a copy of the working tree) and runs the
     suite there (`tests`: relative to the checkout)."""
     p = chroots.profile(name)
-    start = time.monotonic()
     with file_lock(p.lock):
         c = p.ensure()
-        shutil.copy(ensure_staticlib(), c.root / "tmp/libcb3.a")
-        say(f"[{name}] copying the working tree into the chroot")
-        shutil.rmtree(c.root / "build", ignore_errors=True)
-        copy_tree(c.root / "build/src")
-        venv = "/opt/cb3-venv"
-        t = time.monotonic()
-        c.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "/build/src"],
-              env={"CB3_STATICLIB": "/tmp/libcb3.a"})
-        build = int(time.monotonic() - t)
-        target = InChroot(c, chroots.test_binds(p), rust=True)
-        ok = full_suite(target, f"{venv}/bin/python", Row(p.where, "pip install .", mode,
-                                                            seconds={"build": build}),
-                          name=f"chroot-{name}", tests=[f"/build/src/{t}" for t in tests], src="/build",
-                          junit=c.root / "build/junit.xml", junit_in="/build/junit.xml",
-                          scripts_in="/build/src/scripts", neutral_cwd="/", basetemp_in="/build/pytest-tmp",
-                          basetemp_host=c.root / "build/pytest-tmp",
-                          env=chroots.TEST_ENV, expect_installed=True, selfcheck=False,
-                          pytest_args=["--rootdir=/build/src", "-c", "/build/src/pyproject.toml", *pytest_args])
-    say(f"[{name}] done in {time.monotonic() - start:.0f} s")
+        return _chroot_build_and_suite(p, c, "/opt/cb3-venv", tests, mode, {}, pytest_args)
+
+
+def chroot_hpy_debug_run(name: str, pytest_args: Sequence[str] = ()) -> bool:
+    """hpy_debug_run in the profile's chroot: the hybrid-ABI build under HPy's
+    debug mode, in a venv of its own holding the patched hpy.universal."""
+    p = chroots.profile(name)
+    with file_lock(p.lock):
+        c = p.ensure()
+        wheel = hpy_universal_wheel(p.python, c)
+        wheels_dir = c.root / "opt/cb3-hpy-wheels"
+        wheels_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(wheel, wheels_dir / wheel.name)
+        venv = "/opt/cb3-debug-venv"
+        p.ensure_venv(venv, [f"/opt/cb3-hpy-wheels/{wheel.name}"])
+        return _chroot_build_and_suite(p, c, venv, ["tests"], DEBUG_MODE, {"CB3_HPY_ABI": "hybrid"},
+                                       ["-m", "not slow and not threads", *pytest_args], {"HPY": "debug"})
+
+
+def _chroot_build_and_suite(p: chroots.Profile, c: chroots.Chroot, venv: str, tests: Sequence[str], mode: str,
+                            build_env: dict[str, str], pytest_args: Sequence[str],
+                            test_env: dict[str, str] | None = None) -> bool:
+    start = time.monotonic()
+    shutil.copy(ensure_staticlib(), c.root / "tmp/libcb3.a")
+    say(f"[{p.name}] copying the working tree into the chroot")
+    shutil.rmtree(c.root / "build", ignore_errors=True)
+    copy_tree(c.root / "build/src")
+    t = time.monotonic()
+    c.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "/build/src"],
+          env={"CB3_STATICLIB": "/tmp/libcb3.a", **build_env})
+    build = int(time.monotonic() - t)
+    target = InChroot(c, chroots.test_binds(p), rust=True)
+    ok = full_suite(target, f"{venv}/bin/python", Row(p.where, "pip install .", mode, seconds={"build": build}),
+                    name=f"chroot-{p.name}{'-debug' if test_env else ''}", tests=[f"/build/src/{t}" for t in tests],
+                    src="/build", junit=c.root / "build/junit.xml", junit_in="/build/junit.xml",
+                    scripts_in="/build/src/scripts", neutral_cwd="/", basetemp_in="/build/pytest-tmp",
+                    basetemp_host=c.root / "build/pytest-tmp", env={**chroots.TEST_ENV, **(test_env or {})},
+                    expect_installed=True, selfcheck=False,
+                    pytest_args=["--rootdir=/build/src", "-c", "/build/src/pyproject.toml", *pytest_args])
+    say(f"[{p.name}] done in {time.monotonic() - start:.0f} s")
     return ok
 
 

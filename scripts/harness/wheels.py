@@ -1,4 +1,4 @@
-"""cb3's sdist and manylinux_2_17 wheels (x86_64, aarch64; CPython 3.11-3.14,
+"""cb3's sdist and manylinux_2_17 wheels (x86_64, aarch64; CPython 3.11-3.15,
 PyPy 3.11 x86_64), built without Docker (docs/wheels.md: zig cc against
 glibc 2.17 stubs, auditwheel), and each tested in a fresh environment without
 Rust: x86_64 the suite less scripts/source-only-tests.txt, aarch64 under
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import chroot as chroots
 from .core import (NO_RUST_PATH, PIP_QUIET, ROOT, TOOLS, WORK, copy_tree, file_lock, find_python,
-                   output_of, run, say, source_only_tests)
+                   output_of, run, say, source_only_tests, test_pins)
 from .suite import Host, InChroot, Row, full_suite
 
 # ---- pins (every tool the wheel steps install) ------------------------------------
@@ -25,12 +25,15 @@ GLIBC = "2.17"  # manylinux2014: Rust's own floor for *-linux-gnu
 OUT = WORK / "wheels"
 CACHE = Path("/var/cache/cb3-wheels") if os.geteuid() == 0 else Path.home() / ".cache/cb3-wheels"
 TOOLS_VENV = TOOLS / "wheel-tools"
-PYTHONS = ["3.11", "3.12", "3.13", "3.14", "pypy3.11"]
+PYTHONS = ["3.11", "3.12", "3.13", "3.14", "3.15", "pypy3.11"]
+# Built (and the x86_64 wheel tested) in a Debian chroot, not with a host interpreter:
+# 3.14 in forky (below), 3.15 and PyPy in their source-build profiles (chroot.py).
+IN_CHROOT = {"3.14": None, "3.15": "cpython3.15", "pypy3.11": "pypy3.11"}
 ARCHES = ["x86_64", "aarch64"]
 PY314_SUITE = "forky"
 PY314_PACKAGES = ("python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc,g++,libc6-dev,b3sum,pkgconf,"
                   "binutils-aarch64-linux-gnu")
-ARM64_RUNS = [("3.11", "bookworm"), ("3.13", "trixie"), ("3.14", PY314_SUITE)]
+ARM64_RUNS = [("3.11", "bookworm"), ("3.13", "trixie"), ("3.14", PY314_SUITE), ("3.15", "sid")]
 # The subset run under emulation: known-answer vectors and the AEAD, BLAKE3 and
 # ChaCha cross-checks against independent implementations, plus the SIMD check.
 EMULATED_TESTS = ["tests/test_vectors.py", "tests/test_simd.py", "tests/test_hash.py::test_official_vectors",
@@ -215,11 +218,11 @@ def build(pythons: list[str], root: bool) -> bool:
     ok = True
     for version in pythons:
         for arch in ARCHES:
-            if version in ("3.14", "pypy3.11") and not root:
+            if version in IN_CHROOT and not root:
                 say(f"skipped: {label_of(version)} wheels need root (a Debian chroot)")
             elif version == "pypy3.11" and arch != "x86_64":
                 say(f"skipped: PyPy 3.11 {arch} (x86_64 only: docs/wheels.md, \"Not covered\")")
-            elif version not in ("3.14", "pypy3.11") and not find_python(version):
+            elif version not in IN_CHROOT and not find_python(version):
                 say(f"skipped: python{version} is not installed")
             else:
                 ok = build_wheel(version, arch, src, libs[arch], zig, rows) and ok
@@ -242,24 +245,22 @@ def build_wheel(version: str, arch: str, src: Path, staticlib: Path, zig: Path, 
         return built
 
     log = OUT / f"build-{version}-{arch}.log"
-    if version in ("3.14", "pypy3.11"):
+    if version in IN_CHROOT:
         # In a chroot: the host's unpacked sdist, zig and the archive bind-mounted.
-        if version == "3.14":
-            c = forky_chroot().ensure()
+        profile = IN_CHROOT[version]
+        c = chroots.profile(profile).ensure() if profile else forky_chroot().ensure()
+        python = "pypy3" if version.startswith("pypy") else f"python{version}"
+        extra, w = {}, "/opt/cb3-wheel"
+        if not version.startswith("pypy"):
             # Debian's pyconfig.h includes <multiarch/python3.X/pyconfig.h>, which zig does
             # not search: a directory holding only that (the x86_64 one for aarch64 too).
             for multiarch in ("x86_64-linux-gnu", "aarch64-linux-gnu"):
                 d = c.root / f"opt/cb3-pyinc/{multiarch}"
                 d.mkdir(parents=True, exist_ok=True)
-                if not (d / "python3.14").is_symlink():
-                    (d / "python3.14").symlink_to("/usr/include/x86_64-linux-gnu/python3.14")
-            ensure_chroot_build_venv(c, "python3.14")
+                if not (d / python).is_symlink():
+                    (d / python).symlink_to(f"/usr/include/x86_64-linux-gnu/{python}")
             extra = {"CFLAGS": "-idirafter /opt/cb3-pyinc"}
-            w = "/build"
-        else:
-            c = chroots.profile("pypy3.11").ensure()
-            ensure_chroot_build_venv(c, "pypy3")
-            extra, w = {}, "/opt/cb3-wheel"
+        ensure_chroot_build_venv(c, python)
         binds = [(src, f"{w}/src"), (raw, f"{w}/out"), (zig.parent, "/opt/zig"), (CACHE, "/opt/cb3-cache"),
                  (staticlib.parent, "/opt/staticlib")]
         env = {**cross_env(version, arch, "/opt/zig/zig", "/opt/cb3-cache"), **extra,
@@ -304,9 +305,8 @@ def wheel_for(version: str, arch: str) -> Path | None:
     return next(iter(sorted((OUT / "dist").glob(f"cb3-*-{tag_of(version)}-*{arch}.whl"))), None)
 
 
-def subset_pins(src: Path) -> list[str]:
-    pins = {l.split("==")[0].lower(): l.split()[0] for l in (src / "tests/requirements.txt").read_text().splitlines()
-            if "==" in l and not l.startswith("#")}
+def subset_pins(src: Path, version: str) -> list[str]:
+    pins = {p.split("==")[0].lower(): p for p in test_pins(version, src / "tests/requirements.txt")}
     return [pins.get(d, d) for d in SUBSET_DEPS]
 
 
@@ -344,25 +344,25 @@ def test_wheel(version: str, arch: str = "x86_64") -> bool:
                      for a in ("--platform", f"manylinux_{g}_aarch64")]
         run([TOOLS_VENV / "bin/pip", "install", *PIP_QUIET, "--target", site, "--only-binary", ":all:",
              "--python-version", version, "--implementation", "cp", "--abi", tag_of(version).split("-")[1],
-             *platforms, "--platform", "manylinux2014_aarch64", *subset_pins(src), wheel])
+             *platforms, "--platform", "manylinux2014_aarch64", *subset_pins(src, version), wheel])
         return full_suite(InChroot(c, binds), f"{venv}/bin/python",
                           Row(f"Debian {suite} arm64 chroot, qemu-user", "wheel, no Rust", "vectors + cross-checks",
                               str(wheel)), tests=EMULATED_TESTS, src=f"{w}/src", junit_in=f"{w}/junit/{junit.name}",
                           scripts_in=f"{w}/scripts", neutral_cwd="/tmp", env={"CB3_EXPECT_SIMD": "neon"},
                           basetemp_in="/tmp/cb3-wheel-pytest", basetemp_host=c.root / "tmp/cb3-wheel-pytest", **common)
     deselect = wheel_deselect()
-    if version == "pypy3.11":
-        p = chroots.profile("pypy3.11")
+    if IN_CHROOT.get(version):
+        p = chroots.profile(IN_CHROOT[version] or "")
         c = p.ensure()
-        deps = ensure_pypy_wheelhouse(p)
+        deps = ensure_wheelhouse(p)
         venv = "/opt/cb3-wheel-test"
         shutil.rmtree(c.root / venv.lstrip("/"), ignore_errors=True)
-        c.run(["pypy3", "-m", "venv", venv])
-        c.run([f"{venv}/bin/pip", "install", "-q", "--no-index", "--find-links", PYPY_DEPS_DIR, *deps])
+        c.run([p.python, "-m", "venv", venv])
+        c.run([f"{venv}/bin/pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE, *deps])
         c.run([f"{venv}/bin/pip", "install", "-q", "--no-deps", "--no-index", "--only-binary", ":all:",
                f"{w}/dist/{wheel.name}"], binds=binds)
         target: Host | InChroot = InChroot(c, binds)
-        python, where = f"{venv}/bin/python", "Debian trixie chroot, fresh venv"
+        python, where = f"{venv}/bin/python", f"{p.where}, fresh venv"
     elif version == "3.14":
         c = forky_chroot().ensure()
         venv = "/opt/cb3-test"
@@ -404,21 +404,22 @@ def _no_rust(target: Host | InChroot) -> bool:
     return True
 
 
-# The PyPy wheel's test tools, as wheels in the PyPy chroot, made once from the pins of
-# its test venv: blake3-py has no PyPy wheel and is built here with the host's Rust.
-PYPY_DEPS_DIR = "/opt/cb3-wheel-deps"
+# The test tools of the wheels tested in a profile's chroot, as wheels there, made once
+# from the pins of its test venv: blake3-py has no PyPy wheel and is built here with the
+# host's Rust (nor is Rust where the wheel is tested).
+WHEELHOUSE = "/opt/cb3-wheel-deps"
 
 
-def ensure_pypy_wheelhouse(p: chroots.Profile) -> list[str]:
+def ensure_wheelhouse(p: chroots.Profile) -> list[str]:
     deps = (p.root / "opt/cb3-venv/.cb3-deps").read_text().split()
-    stamp = p.root / PYPY_DEPS_DIR.lstrip("/") / ".deps"
+    stamp = p.root / WHEELHOUSE.lstrip("/") / ".deps"
     if stamp.exists() and stamp.read_text().split() == deps:
         return deps
-    partial = p.root / (PYPY_DEPS_DIR.lstrip("/") + ".partial")
+    partial = p.root / (WHEELHOUSE.lstrip("/") + ".partial")
     shutil.rmtree(stamp.parent, ignore_errors=True)
     shutil.rmtree(partial, ignore_errors=True)
     p.chroot.run(["/opt/cb3-venv/bin/pip", "wheel", "-q", "--only-binary", "cryptography", "-w",
-                  PYPY_DEPS_DIR + ".partial", *deps], rust=True)
+                  WHEELHOUSE + ".partial", *deps], rust=True)
     (partial / ".deps").write_text(" ".join(deps) + "\n")
     partial.rename(stamp.parent)
     return deps
@@ -435,7 +436,7 @@ def test_simd() -> bool:
     shutil.rmtree(venv, ignore_errors=True)
     run([find_python("3.11") or "python3", "-m", "venv", venv])
     # numpy 2.2.6: numpy 2.4 needs x86-64-v2 (SSE4.2), which the SSE2-only model lacks.
-    pins = [("numpy==2.2.6" if p.startswith("numpy==") else p) for p in subset_pins(src)]
+    pins = [("numpy==2.2.6" if p.startswith("numpy==") else p) for p in subset_pins(src, "3.11")]
     run([venv / "bin/pip", "install", *PIP_QUIET, *pins])
     run([venv / "bin/pip", "install", *PIP_QUIET, "--no-deps", wheel])
     native = output_of([venv / "bin/python", "-P", "-c", "import cb3; print(cb3.simd_backend())"], cwd=OUT)
