@@ -42,7 +42,7 @@ nox.options.default_venv_backend = "none"
 
 PRIMARY_VENV = WORK / "venv"
 PRIMARY_TESTED = threading.Event()  # the wheel builds wait for it: the memory scans and races run without that load
-ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "hpy-debug-3.15", "chroot-pypy", "wheels", "wheels-aarch64", "simd", "pypy-speed")
+ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "unsupported-pypy-8.0", "hpy-debug-3.15", "chroot-pypy", "wheels", "wheels-aarch64", "simd", "pypy-speed")
 SOURCE_ONLY_MODE = "scripts/source-only-tests.txt; the rest runs on its wheel"
 RESULTS: dict[str, bool] = {}  # what a lane did for a later step (the aarch64 runs)
 
@@ -168,7 +168,8 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 
 
 def uses_sid(s: nox.Session) -> bool:
-    return any(planned(s, n) for n in ("chroot-3.15", "hpy-debug-3.15", "wheels", "wheels-aarch64"))
+    return any(planned(s, n) for n in ("chroot-3.15", "unsupported-pypy-8.0", "hpy-debug-3.15", "wheels",
+                                       "wheels-aarch64"))
 
 
 def sid_prepare(s: nox.Session) -> None:
@@ -308,16 +309,23 @@ def hpy_debug_313(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untype
         raise RuntimeError("pytest failed")
 
 
+REFUSAL = "error: cb3 supports CPython 3.11 to 3.15 and PyPy 7.3 (Python 3.11); this is "
+
+
+def expect_refusal(r: subprocess.CompletedProcess[str], this: str) -> None:
+    """setup.py's run r must have failed with the refusal that names the supported list and `this`."""
+    text = r.stdout or ""
+    say(text.strip().splitlines()[-1] if text.strip() else "")
+    if r.returncode == 0 or REFUSAL + this not in text:
+        raise RuntimeError(f"expected setup.py to refuse {this} with a clear error (exit status {r.returncode})")
+
+
 @step("unsupported-3.10")
 def unsupported(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """setup.py refuses CPython 3.10 with a clear error (when pyenv has a 3.10)."""
     py = require_python("3.10", "unsupported-3.10")
-    r = subprocess.run([py, "setup.py", "--version"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True)
-    text = r.stdout
-    say(text.strip().splitlines()[-1] if text.strip() else "")
-    if r.returncode == 0 or "error: cb3 supports CPython 3.11 to 3.15 and PyPy 7.3 (Python 3.11); this is CPython 3.10" not in text:
-        raise RuntimeError(f"expected setup.py to refuse {py} with a clear error (exit status {r.returncode})")
+    expect_refusal(subprocess.run([py, "setup.py", "--version"], cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True), "CPython 3.10")
 
 
 def chroot_step(name: str, profile: str, label: str) -> None:
@@ -338,6 +346,18 @@ def chroot_step(name: str, profile: str, label: str) -> None:
 chroot_step("chroot-3.14", "cpython3.14", "CPython 3.14 (Debian forky chroot)")
 chroot_step("chroot-3.15", "cpython3.15", "CPython 3.15 (Debian sid chroot)")
 chroot_step("chroot-pypy", "pypy3.11", "PyPy 3.11 (Debian trixie chroot, PyPy 7.3.19)")
+
+
+@step("unsupported-pypy-8.0")
+def unsupported_pypy8(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
+    """setup.py refuses PyPy 8.0 (Debian sid's pypy3) naming the supported list; root only.
+
+    PyPy 8.0 has no hpy.universal (docs/pypy.md): a build would not load."""
+    need_root(opts, "the Debian sid chroot", "unsupported-pypy-8.0")
+    c = chroots.profile("cpython3.15").prepare()
+    r = c.run(["sh", "-c", "pypy3 setup.py --version 2>&1"], binds=[(ROOT, "/opt/cb3-src")], cwd="/opt/cb3-src",
+              check=False, capture=True)
+    expect_refusal(r, "PyPy 8.0")
 
 
 @step("hpy-debug-3.15")

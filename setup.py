@@ -36,10 +36,6 @@ import subprocess
 import sys
 import sysconfig
 
-from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
-from setuptools.dist import Distribution
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUSTLIB = os.path.join(HERE, "rustlib")
 STATICLIB_PLACEHOLDER = "libcb3.a"
@@ -98,7 +94,13 @@ def check_python_version():
     )
 
 
+# First, with the standard library only: an unsupported interpreter gets this
+# error even where it has no setuptools (Debian's PyPy 8.0, say).
 check_python_version()
+
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.build_ext import build_ext  # noqa: E402
+from setuptools.dist import Distribution  # noqa: E402
 
 # What the binary is built for. HPy 0.9's context has no reliable layout
 # check: PyPy's HPy 0.9.1.dev inserts a field into HPyContext but still says

@@ -26,7 +26,8 @@ def test_matching_build_passes():
         (("cpython-311", "0.9.0"), ("pypy311", "0.9.1.dev61+g79fb330d"), "built for the interpreter 'cpython-311'"),
         (("pypy311", "0.9.1.dev61+g79fb330d"), ("cpython-311", "0.9.0"), "imported by 'cpython-311'"),
         (("pypy311", "0.9.1.dev61+g79fb330d"), ("pypy311", "0.9.2"), "built against HPy 0.9.1.dev61+g79fb330d"),
-        (("cpython-311", "0.9.0"), ("cpython-311", None), "this interpreter's HPy is None"),
+        (("cpython-311", "0.9.0"), ("cpython-311", None), "this interpreter has no HPy runtime"),
+        (("pypy311", "0.9.1.dev61+g79fb330d"), ("pypy311", None), "PyPy 8.0 has none; cb3 supports PyPy 7.3"),
         (("cpython-311", None), ("cpython-312", None), "built for the interpreter 'cpython-311'"),
     ],
 )

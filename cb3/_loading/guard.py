@@ -48,7 +48,14 @@ def mismatch(
     problems = []
     if built_cache_tag != running_cache_tag:
         problems.append(f"built for the interpreter {built_cache_tag!r}, imported by {running_cache_tag!r}")
-    if built_hpy_version is not None and built_hpy_version != running_hpy:
+    if built_hpy_version is not None and running_hpy is None:
+        # PyPy 8.0 ships hpy.devel but no hpy.universal (only cpyext): a different case
+        # from a different HPy version, and the one a PyPy 7.3 wheel meets there.
+        problems.append(
+            f"built against HPy {built_hpy_version}, and this interpreter has no HPy runtime "
+            "(hpy.universal does not import: PyPy 8.0 has none; cb3 supports PyPy 7.3)"
+        )
+    elif built_hpy_version is not None and built_hpy_version != running_hpy:
         problems.append(f"built against HPy {built_hpy_version}, this interpreter's HPy is {running_hpy}")
     if not problems:
         return None

@@ -194,9 +194,12 @@ def profile(name: str) -> Profile:
                        test_pins("3.14"), options=[NO_VALID_UNTIL])
     if name == "cpython3.15":
         # sid: the only Debian suite with CPython 3.15. binutils-aarch64-linux-gnu: the
-        # aarch64 cp315 wheel is built here too (wheels.py).
+        # aarch64 cp315 wheel is built here too (wheels.py); git: hpy 0.9.0's setup.py runs
+        # it (hpy-debug-3.15 builds hpy.universal here); pypy3: sid's PyPy 8.0, which
+        # setup.py must refuse (the unsupported-pypy-8.0 step).
         return Profile("cpython3.15", Path("/var/cache/cb3-sid"), "sid", "python3.15", "cpython3.15",
-                       f"python3.15,python3.15-dev,python3.15-venv,binutils-aarch64-linux-gnu,{COMMON_PACKAGES}",
+                       f"python3.15,python3.15-dev,python3.15-venv,binutils-aarch64-linux-gnu,git,pypy3,"
+                       f"{COMMON_PACKAGES}",
                        "Debian sid chroot", test_pins("3.15"), options=[NO_VALID_UNTIL])
     raise ValueError(f"unknown chroot profile {name} (pypy3.11, cpython3.14 or cpython3.15)")
 
