@@ -19,7 +19,7 @@ from typing import Sequence
 from . import chroot as chroots
 from .core import (ASV_VERSION, CARGO_FUZZ_VERSION, CB3_BENCH, CB3_SELFCHECK, PIP_QUIET, ROOT, STATICLIB, TOOLS,
                    WORK, apt_install, copy_tree, file_lock, make_venv, missing_commands, output_of, pytest_basetemp, run, say)
-from .suite import ensure_staticlib
+from .suite import ensure_staticlib, hpy_sdist
 
 JS_PACKAGES = {  # local copies of what asv's index.html takes from CDNs (asv_benchmarks/asvtool.py, VENDOR)
     "chromium": "chromium", "/usr/share/javascript/jquery/jquery.min.js": "libjs-jquery",
@@ -31,11 +31,12 @@ JS_PACKAGES = {  # local copies of what asv's index.html takes from CDNs (asv_be
 
 def pytest(python: Path | str, name: str, *args: object, cwd: Path = ROOT, env: dict[str, str] | None = None,
            log: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """pytest with a private basetemp, removed after."""
+    """pytest with a private basetemp, removed after, and the hpy sdist of
+    tests/test_hpy_vendor.py (suite.hpy_sdist)."""
     basetemp = pytest_basetemp(name)
     try:
         return run([python, "-P", "-m", "pytest", *args, "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}"],
-                   cwd=cwd, env=env, log=log, check=check)
+                   cwd=cwd, env={"CB3_HPY_SDIST": str(hpy_sdist()), **(env or {})}, log=log, check=check)
     finally:
         shutil.rmtree(basetemp, ignore_errors=True)
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import hpy_vendor  # scripts/hpy_vendor.py (scripts/ is on sys.path: noxfile.py)
+
 from . import chroot as chroots
 from .core import (CB3_SELFCHECK, MATRIX, MATRIX_PY, NO_RUST_PATH, PIP_QUIET, ROOT, STATICLIB, TOOLS, WORK,
-                   HPY_SDIST, copy_tree, file_lock, make_venv, output_of, pytest_basetemp, run, say)
+                   copy_tree, file_lock, make_venv, pytest_basetemp, run, say)
 
 
 @dataclass
@@ -84,6 +86,7 @@ def full_suite(target: Host | InChroot, python: str, row: Row, *, name: str, tes
         ok = r.returncode == 0
     basetemp = basetemp_in or str(pytest_basetemp(name))
     junit.unlink(missing_ok=True)
+    env = {**(env or {}), "CB3_HPY_SDIST": _visible_hpy_sdist(target)}
     r = target.run([python, "-P", "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
                     f"--junitxml={junit_in or junit}", *pytest_args], cwd=src, env=env, check=False, log=log)
     if log:
@@ -102,6 +105,18 @@ def full_suite(target: Host | InChroot, python: str, row: Row, *, name: str, tes
         say(f"no test results for {row.where} {row.mode} ({junit})")
         ok = False
     return ok
+
+
+def _visible_hpy_sdist(target: Host | InChroot) -> str:
+    """hpy_sdist() where `target` sees it (a chroot gets a copy)."""
+    sdist = hpy_sdist()
+    if isinstance(target, Host):
+        return str(sdist)
+    inside = target.chroot.root / "opt/cb3-hpy-sdist" / sdist.name
+    if not inside.exists():
+        inside.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(sdist, inside)
+    return f"/opt/cb3-hpy-sdist/{sdist.name}"
 
 
 # ---- host source builds -----------------------------------------------------------
@@ -123,14 +138,13 @@ def ensure_staticlib() -> Path:
 
 def hpy_universal_wheel(python: str, chroot: chroots.Chroot | None = None) -> Path:
     """An hpy 0.9.0 wheel for `python` (on the host, or in `chroot`) whose
-    hpy.universal (the runtime of the hybrid ABI and of HPy's debug mode) has
-    the vendored, patched ctx_type.c (third_party/hpy/PATCHES.md). PyPI's hpy
-    0.9.0 has wheels for CPython <= 3.11 only, and its sdist has the 3.13
-    tp_flags bug: every interpreter gets one built from that sdist
-    (hash-pinned), cached on the host per patch and interpreter."""
+    hpy.universal (the runtime of the hybrid ABI and of HPy's debug mode) is
+    built from the hash-pinned sdist with the patches third_party/hpy/PATCHES.md
+    lists (ctx_type.c's). PyPI's hpy 0.9.0 has wheels for CPython <= 3.11 only,
+    and its sdist has the 3.13 tp_flags bug: every interpreter gets one, cached
+    on the host per patch set and interpreter."""
     target: Host | InChroot = InChroot(chroot) if chroot else Host()
-    patch = ROOT / "third_party/hpy/devel/src/runtime/ctx_type.c"
-    digest = output_of(["sha256sum", patch])[:12]
+    digest = hpy_vendor.patches_digest()
     tag = target.run([python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"], capture=True,
                      quiet=True).stdout.strip()
     cache = TOOLS / f"hpy-0.9.0-cb3-{digest}"
@@ -142,12 +156,9 @@ def hpy_universal_wheel(python: str, chroot: chroots.Chroot | None = None) -> Pa
         seen = "/build-hpy" if chroot else str(build)  # the build directory as `target` sees it
         shutil.rmtree(build, ignore_errors=True)
         build.mkdir(parents=True)
-        (build / "req.txt").write_text(HPY_SDIST + "\n")
         target.run([python, "-m", "venv", f"{seen}/venv"])
-        target.run([f"{seen}/venv/bin/pip", "download", *PIP_QUIET, "--no-deps", "--no-binary", ":all:",
-                    "--require-hashes", "-r", f"{seen}/req.txt", "-d", seen])
-        run(["tar", "-C", build, "-xzf", build / "hpy-0.9.0.tar.gz"])
-        shutil.copy(patch, build / "hpy-0.9.0/hpy/devel/src/runtime/ctx_type.c")
+        run(["tar", "-C", build, "-xzf", hpy_sdist()])
+        hpy_vendor.write_patched_devel(hpy_sdist(), build / "hpy-0.9.0/hpy/devel")
         # hpy's setup.py adds -Werror; GCC >= 15 with glibc >= 2.43 (C23
         # strchr/strstr return const) then stops on hpymodule.c.
         cflags = (os.environ.get("CFLAGS", "") + " -Wno-error=discarded-qualifiers").strip()
@@ -159,6 +170,19 @@ def hpy_universal_wheel(python: str, chroot: chroots.Chroot | None = None) -> Pa
         shutil.move(wheel, dest)
         shutil.rmtree(build)
         return dest
+
+
+def hpy_sdist() -> Path:
+    """The pinned hpy 0.9.0 sdist, downloaded once into TOOLS (pip checks the
+    hash; so does scripts/hpy_vendor.py). The suite's tests/test_hpy_vendor.py
+    gets it as CB3_HPY_SDIST: no download per run, none in the chroots (where
+    pip would run hpy's setup.py, which needs git)."""
+    dest = TOOLS / "hpy-sdist"
+    sdist = dest / f"{hpy_vendor.sdist_name()}.tar.gz"
+    with file_lock(TOOLS / ".hpy-sdist.lock"):
+        if not sdist.exists():
+            hpy_vendor.download_sdist(dest)
+    return sdist
 
 
 DEBUG_MODE = "HPy debug mode, not slow/threads tests"
