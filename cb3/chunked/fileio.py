@@ -1,6 +1,6 @@
 """What the writer, the reader, the pipelines and the file helpers share:
 the file protocols, the thread count, full reads and writes (streamed and
-positional), and the plaintext file base class.
+positional), the plaintext file base class and its call lock.
 
 The other modules of the package use these through the module
 (``fileio.write_all(...)``, ``fileio.BATCH_BYTES_PER_THREAD``), not by
@@ -15,7 +15,9 @@ import io
 import os
 import stat
 import sys
-from typing import Any, Callable, Protocol, Union
+import threading
+import weakref
+from typing import Any, Callable, Protocol, Self, Union
 
 from .. import _cb3
 
@@ -169,12 +171,102 @@ def pwrite_all(fd: int, view: memoryview, offset: int) -> None:
         COLLECT_STEP()
 
 
+# ---- one call at a time ----------------------------------------------------------
+
+
+class CallLock:
+    """Serializes the calls on one writer or reader, as io.BufferedWriter and
+    io.BufferedReader do: a thread waits until the call of another ends. A
+    call on a thread that is already inside one, or waiting to start one (a
+    signal handler, a callback of the underlying file), raises RuntimeError
+    instead of waiting for itself or changing state under the outer call.
+
+    Use ``with lock:``; close() and abort() use ``acquire(closing=True)``,
+    which also works on an object another thread was using when the process
+    forked (wiping and closing need no consistent state)."""
+
+    __slots__ = ("_name", "_lock", "_threads", "_busy_at_fork", "__weakref__")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        # A Lock, not an RLock: a reentrant call is refused, not let in.
+        self._lock = threading.Lock()
+        # The thread inside a call and the threads waiting for one. A thread
+        # joins before it waits and leaves after it releases, so that a
+        # signal handler running between the two on it is refused too.
+        self._threads: set[int] = set()
+        self._busy_at_fork = False
+        _CALL_LOCKS.add(self)
+
+    def acquire(self, closing: bool = False) -> None:
+        me = _get_ident()
+        if me in self._threads:
+            raise RuntimeError(
+                f"reentrant call inside {self._name}: this thread is already inside a call on it "
+                "(a signal handler or a callback of the underlying file called it again)"
+            )
+        if self._busy_at_fork and not closing:
+            raise RuntimeError(
+                f"this {self._name} was in use by another thread when the process forked, and its state is "
+                "incomplete in this process; make a new one here"
+            )
+        self._threads.add(me)
+        try:
+            # A Python-level Lock.acquire releases the GIL while it waits (the
+            # project's rule: never block on a lock while holding the GIL), and
+            # it lets the main thread run signal handlers meanwhile.
+            self._lock.acquire()
+        except BaseException:  # a signal handler raised (KeyboardInterrupt) while it waited: not acquired
+            self._threads.discard(me)
+            raise
+
+    def release(self, *exc_info: object) -> None:
+        self._lock.release()
+        self._threads.discard(_get_ident())
+
+    # The same functions: no extra Python call per call of the writer or reader.
+    __enter__ = acquire
+    __exit__ = release
+
+
+_get_ident = threading.get_ident
+_CALL_LOCKS: weakref.WeakSet[CallLock] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A thread of the parent that held a call lock is gone in the child:
+    the lock would never be released there. Each lock is replaced; one that
+    was held refuses all but close() and abort() (the object's state is
+    half-updated). The forking thread itself, inside a call (a callback that
+    forked), keeps its lock and releases it as usual."""
+    forker = threading.get_ident()
+    for calls in list(_CALL_LOCKS):
+        if forker in calls._threads:
+            calls._threads = {forker}
+            continue
+        calls._busy_at_fork = calls._busy_at_fork or calls._lock.locked()
+        calls._lock = threading.Lock()
+        calls._threads = set()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class PlaintextFile(io.BufferedIOBase):
-    """What the writer and the reader share: a plaintext position."""
+    """What the writer and the reader share: a plaintext position, and the
+    lock that serializes their calls (made in __new__, so that every object
+    has one, however it was initialized)."""
 
     _position = 0
     _reading = False  # True in DecryptingReader
     _seekable = False
+    _calls: CallLock
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        self = super().__new__(cls)
+        self._calls = CallLock(f"cb3.{cls.__name__}")
+        return self
 
     # -- io plumbing (a closed file raises ValueError from what it can do)
     def readable(self) -> bool:

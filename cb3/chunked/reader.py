@@ -5,6 +5,7 @@ the internal knob."""
 from __future__ import annotations
 
 import io
+import operator
 from typing import TYPE_CHECKING, Any, Iterator, cast
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ class DecryptingReader(fileio.PlaintextFile):
     Buffers grow with the data that arrives, never beyond what the input
     holds: the header's chunk size is not authenticated until chunk 0
     verifies, so a short input claiming 16 MiB chunks costs no 16 MiB.
+
+    One reader may be shared between threads: its calls are serialized, as
+    ``io.BufferedReader``'s are (each ``read``, ``readinto`` or ``readline``
+    takes a contiguous piece; ``chunks()`` takes the lock for each piece it
+    yields, not between them), and a reentrant call (from a signal handler,
+    or from ``file``'s own ``read``) raises RuntimeError.
     """
 
     _reading = True
@@ -99,11 +106,17 @@ class DecryptingReader(fileio.PlaintextFile):
 
     def close(self) -> None:
         """Releases the reader's buffers; the source file stays open."""
-        if not self.closed:
-            if hasattr(self, "_plain_view"):  # not when __init__ failed
-                self._plain_view[:] = bytes(len(self._plain))  # wipe buffered plaintext
-                self._plain_len = self._plain_pos = 0
-            super().close()
+        if self.closed:
+            return
+        self._calls.acquire(closing=True)
+        try:
+            if not self.closed:
+                if hasattr(self, "_plain_view"):  # not when __init__ failed
+                    self._plain_view[:] = bytes(len(self._plain))  # wipe buffered plaintext
+                    self._plain_len = self._plain_pos = 0
+                super().close()
+        finally:
+            self._calls.release()
 
     # -- decrypting
     def _open(self, first: int, last: bool, data: memoryview, out: memoryview) -> int:
@@ -245,22 +258,32 @@ class DecryptingReader(fileio.PlaintextFile):
         self._plain_pos = self._plain_len = 0
         return taken, start, end
 
+    def _available(self, first: bool) -> bool:
+        """Whether buffered plaintext is there to take, decrypting more when
+        needed. For the `first` piece of a call it raises the stream's error
+        when that is reached; after a piece it stops there instead (the call
+        returns what verified; the error comes with the next call)."""
+        while self._plain_pos >= self._plain_len:
+            if first:
+                return self._ensure()
+            if self._done or self._error is not None:
+                return False
+            self._fill()
+        return True
+
+    # The public reading methods take the call lock and the underscored ones
+    # do the work, so that read() and readline() run whole under one lock.
     def readinto(self, buffer: Buffer) -> int:
         """Fills ``buffer`` with verified plaintext; returns the bytes written (0 at the end)."""
+        with self._calls:
+            return self._readinto(buffer)
+
+    def _readinto(self, buffer: Buffer) -> int:
         self._check_open()
         with memoryview(buffer) as raw:
             view = raw.cast("B")
             done = 0
-            while done < len(view):
-                if self._plain_pos >= self._plain_len:
-                    if not done:
-                        if not self._ensure():
-                            break
-                    elif self._done or self._error is not None:
-                        break  # return what verified; the error comes with the next read
-                    else:
-                        self._fill()
-                        continue
+            while done < len(view) and self._available(not done):
                 take = min(len(view) - done, self._plain_len - self._plain_pos)
                 view[done : done + take] = self._plain_view[self._plain_pos : self._plain_pos + take]
                 self._plain_pos += take
@@ -270,6 +293,10 @@ class DecryptingReader(fileio.PlaintextFile):
 
     def readinto1(self, buffer: Buffer) -> int:
         """Like ``readinto``, but reads at most one more chunk from the source."""
+        with self._calls:
+            return self._readinto1(buffer)
+
+    def _readinto1(self, buffer: Buffer) -> int:
         self._check_open()
         self._ensure()
         with memoryview(buffer) as raw:
@@ -281,30 +308,64 @@ class DecryptingReader(fileio.PlaintextFile):
             return take
 
     def read(self, size: int | None = -1) -> bytes:
-        self._check_open()
-        if size is None or size < 0:
-            parts: list[bytes] = []
-            while True:
-                part = self.read1()
-                if not part:
-                    return b"".join(parts)
-                parts.append(part)
-        out = bytearray(size)
-        n = self.readinto(out)
-        del out[n:]
-        return bytes(out)
+        """Up to ``size`` bytes of verified plaintext (to the end when
+        ``size`` is negative or None); fewer only at the end."""
+        with self._calls:
+            self._check_open()
+            if size is None or size < 0:
+                parts: list[bytes] = []
+                while True:
+                    part = self._read1(-1)
+                    if not part:
+                        return b"".join(parts)
+                    parts.append(part)
+            out = bytearray(size)
+            n = self._readinto(out)
+            del out[n:]
+            return bytes(out)
 
     def read1(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes, reading at most one more batch from the
+        source (negative ``size``: what is buffered, or the next batch)."""
+        with self._calls:
+            return self._read1(size)
+
+    def _read1(self, size: int) -> bytes:
         self._check_open()
         if size < 0:  # what is buffered, or the next batch
             size = self._plain_len - self._plain_pos if self._ensure() else 0
         out = bytearray(size)
-        n = self.readinto1(out)
+        n = self._readinto1(out)
         del out[n:]
         return bytes(out)
 
+    def readline(self, size: int | None = -1) -> bytes:
+        """The plaintext up to and including the next ``b"\\n"``, at most
+        ``size`` bytes when ``size`` is not negative (b"" at the end). Line
+        iteration calls it: under threads, each line comes whole."""
+        with self._calls:
+            self._check_open()
+            limit = -1 if size is None else operator.index(size)
+            parts: list[bytes] = []
+            total = 0
+            while total != limit and self._available(not total):
+                start = self._plain_pos
+                end = self._plain_len if limit < 0 else min(self._plain_len, start + limit - total)
+                newline = self._plain.find(b"\n", start, end)
+                if newline >= 0:
+                    end = newline + 1
+                parts.append(bytes(self._plain_view[start:end]))
+                total += end - start
+                self._plain_pos = end
+                if newline >= 0:
+                    break
+            self._position += total
+            return b"".join(parts)
+
     def chunks(self) -> Iterator[bytes]:
-        """Yields the rest of the plaintext in the pieces it is decrypted in."""
+        """Yields the rest of the plaintext in the pieces it is decrypted in.
+        Each piece is read under the call lock (it is not held between them:
+        another thread's read may take the data between two pieces)."""
         while True:
             part = self.read1()
             if not part:
@@ -355,6 +416,10 @@ class DecryptingReader(fileio.PlaintextFile):
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         """Moves to a plaintext offset (whence 0, 1 or 2, as io). The chunk
         there is decrypted and verified on the next read."""
+        with self._calls:
+            return self._seek(offset, whence)
+
+    def _seek(self, offset: int, whence: int) -> int:
         self._check_open()
         if not self._seekable:
             raise io.UnsupportedOperation("seek: the underlying file is not seekable")

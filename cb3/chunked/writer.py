@@ -46,8 +46,14 @@ class EncryptingWriter(fileio.PlaintextFile):
     The writer belongs to the process that made it: it cannot be copied or
     pickled, and in a ``fork()`` child it raises RuntimeError (both copies
     would seal different data under the same nonces).
+
+    One writer may be shared between threads: its calls are serialized (each
+    ``write`` lands whole, in the order the calls take the lock), as
+    ``io.BufferedWriter``'s are, and a reentrant call (from a signal handler,
+    or from ``file``'s own ``write``) raises RuntimeError.
     """
 
+    _closing = False  # finish() or abort() is closing the writer (see flush)
     _instead_of_copying = (
         "two copies would seal different data under the same nonces; create a new EncryptingWriter "
         "(it picks a fresh nonce prefix)"
@@ -162,7 +168,13 @@ class EncryptingWriter(fileio.PlaintextFile):
     def write(self, data: Buffer) -> int:
         """Encrypts ``data`` (any bytes-like object); returns len(data)."""
         self._check_open()
+        # Before the lock: in a fork() child a parent's thread may have held it.
         self._check_process()
+        with self._calls:
+            return self._write(data)
+
+    def _write(self, data: Buffer) -> int:
+        self._check_open()  # again: another thread may have closed the writer while this one waited
         if self._broken:
             raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
         with memoryview(data) as raw:
@@ -196,8 +208,15 @@ class EncryptingWriter(fileio.PlaintextFile):
     def flush(self) -> None:
         """Flushes ``file``. A partial chunk stays buffered until more data or close()."""
         self._check_open()
-        if getattr(self, "_aborting", False):
-            return  # abort(): leave the file alone
+        if self._closing:
+            # io's close() calls flush() from finish() and abort(), which
+            # hold the lock: finish() has flushed ``file``, abort() leaves it alone.
+            return
+        with self._calls:
+            self._check_open()
+            self._flush_file()
+
+    def _flush_file(self) -> None:
         flush = getattr(self._file, "flush", None)
         if flush is not None:
             flush()
@@ -221,6 +240,8 @@ class EncryptingWriter(fileio.PlaintextFile):
         as abort() does."""
         if self.closed:
             return
+        # Read without the lock: _sealed only ever turns True, and abort()
+        # and finish() look at the writer again under it.
         if not self._sealed and self._interrupted():
             self.abort()
             return
@@ -232,29 +253,40 @@ class EncryptingWriter(fileio.PlaintextFile):
         way to complete a stream, e.g. from an ``except`` clause."""
         if self.closed:
             return
-        try:
-            if not self._sealed and not self._broken:
-                if self._fill:
-                    self._seal(self._pending_view[: self._fill], True)
-                else:
-                    # Nothing pending: an empty stream (one empty final chunk).
-                    # A non-empty stream always keeps its final chunk pending.
-                    self._seal(self._pending_view[:0], True)
-                flush = getattr(self._file, "flush", None)
-                if flush is not None:
-                    flush()
-        finally:
-            self._release()
-            super().close()
+        self._check_process()  # before the lock, as in write()
+        with self._calls:
+            if self.closed:  # another thread closed it while this one waited
+                return
+            try:
+                if not self._sealed and not self._broken:
+                    if self._fill:
+                        self._seal(self._pending_view[: self._fill], True)
+                    else:
+                        # Nothing pending: an empty stream (one empty final chunk).
+                        # A non-empty stream always keeps its final chunk pending.
+                        self._seal(self._pending_view[:0], True)
+            finally:
+                self._release()
+                try:
+                    self._flush_file()
+                finally:
+                    self._closing = True
+                    super().close()
 
     def abort(self) -> None:
         """Closes without sealing the final chunk: the output will not
         decrypt (ChunkedTruncatedError). Use when the data written so far must
         not pass for a complete stream."""
-        if not self.closed:
-            self._sealed = self._aborting = True
-            self._release()
-            super().close()
+        if self.closed:
+            return
+        self._calls.acquire(closing=True)
+        try:
+            if not self.closed:
+                self._sealed = self._closing = True
+                self._release()
+                super().close()
+        finally:
+            self._calls.release()
 
     def _release(self) -> None:
         self._handling_at_start = None
@@ -270,7 +302,9 @@ class EncryptingWriter(fileio.PlaintextFile):
 
     def __del__(self) -> None:
         # Never seal from the garbage collector: an unclosed writer is an
-        # interrupted one.
+        # interrupted one. abort() cannot wait or be refused as reentrant
+        # here: its lock is this writer's, and no thread is inside a call on
+        # a writer being finalized (that call would hold a reference to it).
         try:
             if not getattr(self, "_sealed", True):
                 self.abort()
