@@ -13,11 +13,18 @@ column times the `chacha20-blake3` crate itself through
     python -m cb3 bench --files-markdown docs/results/files.md [--file-size 256M] [--rounds N]
 
 `--targets-markdown FILE` measures the per-call targets instead (each a
-ratio of two cases timed in the same rounds) and rewrites the generated
-section of FILE, between `<!-- BEGIN generated: targets -->` and
-`<!-- END generated: targets -->`, with a table stamped with the date and
-the machine. `--files-markdown FILE` does the same for the file rows
-(section `files`, e.g. in docs/results/files.md).
+ratio of two cases timed in the same rounds) and writes them into FILE's
+section for the CPU family of this machine, between
+`<!-- BEGIN generated: targets cpu=SLUG -->` and
+`<!-- END generated: targets cpu=SLUG -->` (SLUG: `calls.cpu_family()`,
+e.g. intel-xeon, amd-epyc): a heading with the family's name and a table
+stamped with the date, the CPU model, its cache sizes, the cores, the load
+before and after the run, the interpreter, cb3's version and SIMD backend.
+Only that section is rewritten; the other families' are left byte for byte,
+and a family without a section yet gets one after the last family's (before
+any text that follows it). FILE must hold at least one family's section.
+`--files-markdown FILE` does the same for the file rows, in one section
+(`files`, e.g. in docs/results/files.md).
 """
 
 import argparse
@@ -30,8 +37,8 @@ import cb3
 from cb3 import _cb3
 
 from . import calls
-from .calls import DEFAULT_SIZES, PEERS, QUICK_SIZES, cpu_name, groups, load_average, measure, missing_peers, report
-from .targets import BEGIN_FILES, BEGIN_TARGETS, END_FILES, END_TARGETS, write_files, write_targets
+from .calls import DEFAULT_SIZES, PEERS, QUICK_SIZES, cpu_family, cpu_name, groups, load_average, measure, missing_peers, report
+from .targets import BEGIN_FILES, END_FILES, targets_markers, write_files, write_targets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--targets-markdown",
         metavar="FILE",
-        help="measure the per-call targets (cb3 against its peers) and rewrite FILE's generated section "
-        f"({BEGIN_TARGETS} ... {END_TARGETS}), e.g. docs/results/performance.md",
+        help="measure the per-call targets (cb3 against its peers) and rewrite the generated section of FILE "
+        f"for this machine's CPU family ({' ... '.join(targets_markers(cpu_family().slug))}; "
+        "a family not in FILE yet is appended after the others), e.g. docs/results/performance.md",
     )
     parser.add_argument("--files", action="store_true", help="only the file rows (cb3/bench/files.py)")
     parser.add_argument(

@@ -5,6 +5,7 @@ and the report of their ratios."""
 import hashlib
 import os
 import platform
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -283,15 +284,102 @@ def human_size(size: int) -> str:
     return f"{size} B"
 
 
+def cpuinfo_fields(text: Optional[str] = None) -> dict[str, str]:
+    """The fields of the first processor of /proc/cpuinfo (or of `text`, its
+    contents), name -> value; {} where there is no /proc/cpuinfo."""
+    if text is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+                text = cpuinfo.read()
+        except OSError:
+            return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break  # a blank line ends the first processor's block
+            continue
+        name, colon, value = line.partition(":")
+        if colon:
+            fields.setdefault(name.strip(), value.strip())
+    return fields
+
+
+#: /proc/cpuinfo's x86 `vendor_id`, and arm64's `CPU implementer` (arm64 has no
+#: model name: the model is the implementer and its `CPU part`).
+_VENDOR_IDS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD", "HygonGenuine": "Hygon"}
+_IMPLEMENTERS = {"0x41": "Arm", "0x48": "HiSilicon", "0x51": "Qualcomm", "0x61": "Apple", "0xc0": "Ampere"}
+#: Arm's own parts (Linux's arch/arm64/include/asm/cputype.h).
+_ARM_PARTS = {
+    "0xd03": "Cortex-A53", "0xd08": "Cortex-A72", "0xd0b": "Cortex-A76", "0xd0c": "Neoverse-N1",
+    "0xd40": "Neoverse-V1", "0xd49": "Neoverse-N2", "0xd4f": "Neoverse-V2", "0xd84": "Neoverse-V3",
+}
+#: Words of a model name that name no family ("Genuine Intel(R) CPU 0000 @ 2.20GHz",
+#: "Arm part 0xd8e").
+_GENERIC_WORDS = {"cpu", "processor", "genuine", "part"}
+
+
+@dataclass(frozen=True)
+class CpuFamily:
+    """The CPU the bench runs on: `model` as the machine names it, and the
+    family the generated tables are kept per (`name` for headings, `slug`
+    for the section markers)."""
+
+    model: str  # "AMD EPYC 9B14 96-Core Processor"
+    name: str  # "AMD EPYC"
+    slug: str  # "amd-epyc"
+
+
+def cpu_family(cpuinfo: Optional[str] = None, machine: Optional[str] = None) -> CpuFamily:
+    """The CPU family of this machine (or of `cpuinfo`, the text of a
+    /proc/cpuinfo, and `machine`, platform.machine()'s answer): the one place
+    that decides which generated section of docs/results/performance.md a
+    run belongs to.
+
+    The family is the vendor and the first brand word of the model name.
+    The vendor comes from x86's `vendor_id` (GenuineIntel: Intel,
+    AuthenticAMD: AMD) or arm64's `CPU implementer` (0x41: Arm), else from the
+    model name (its first word that is a known vendor; a Cortex or Neoverse
+    model: Arm). The brand word is the first word after the vendor's that
+    starts with a letter and is not "CPU", "Processor", "Genuine" or "part",
+    with "(R)"/"(TM)" dropped and cut at its first "-" ("EPYC-Rome": EPYC).
+    arm64 has no model name: the model is the implementer and the part
+    ("Arm Neoverse-N1"; a part not in the table: "Arm part 0xd8e", family
+    Arm). The slug is the name in lower case with every run of characters
+    other than letters and digits made one "-":
+
+    - "Intel(R) Xeon(R) Processor": Intel Xeon, intel-xeon
+    - "AMD EPYC 9B14 96-Core Processor", "AMD EPYC": AMD EPYC, amd-epyc
+    - arm64, implementer 0x41, part 0xd0c: Arm Neoverse, arm-neoverse
+    - no model at all: Unknown CPU (MACHINE), unknown-cpu-MACHINE
+    """
+    fields = cpuinfo_fields(cpuinfo)
+    machine = platform.machine() if machine is None else machine
+    vendor = _VENDOR_IDS.get(fields.get("vendor_id", "")) or _IMPLEMENTERS.get(fields.get("CPU implementer", "").lower())
+    model = fields.get("model name", "")
+    if not model and vendor is not None and "CPU part" in fields:
+        part = fields["CPU part"].lower()
+        named = _ARM_PARTS.get(part) if vendor == "Arm" else None  # other implementers number parts their own way
+        model = f"{vendor} {named or f'part {part}'}"
+    words = re.sub(r"\((?:r|tm)\)", " ", model, flags=re.I).split()
+    lowered = [word.lower() for word in words]
+    if vendor is None:
+        known = {v.lower(): v for v in (*_VENDOR_IDS.values(), *_IMPLEMENTERS.values())}
+        vendor = next((known[word] for word in lowered if word in known), None)
+    after = words[lowered.index(vendor.lower()) + 1 :] if vendor and vendor.lower() in lowered else words
+    brand = next(
+        (word.split("-")[0] for word in after if word[0].isalpha() and word.lower() not in _GENERIC_WORDS), None
+    )
+    if vendor is None and brand in {part.split("-")[0] for part in _ARM_PARTS.values()}:
+        vendor = "Arm"  # a model name of Arm's own ("Neoverse-N1") without the implementer
+    name = " ".join(part for part in (vendor, brand) if part) or f"Unknown CPU ({machine or 'unknown'})"
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return CpuFamily(model or machine or "unknown", name, slug)
+
+
 def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU model, e.g. "AMD EPYC 9B14 96-Core Processor"."""
+    return cpu_family().model
 
 
 def load_average() -> str:
