@@ -239,7 +239,7 @@ COVERED_BY_TEST_CHUNKED = {
     "EncryptingWriter.readable", "EncryptingWriter.seekable", "EncryptingWriter.writable", "EncryptingWriter.write",
     "DecryptingReader", "DecryptingReader.chunks", "DecryptingReader.close", "DecryptingReader.read",
     "DecryptingReader.read1", "DecryptingReader.readable", "DecryptingReader.readinto", "DecryptingReader.readinto1",
-    "DecryptingReader.seek", "DecryptingReader.seekable", "DecryptingReader.writable",
+    "DecryptingReader.readline", "DecryptingReader.seek", "DecryptingReader.seekable", "DecryptingReader.writable",
     "encrypt_file", "decrypt_file",
 }
 
