@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from harness import checks, lanes, suite, wheels  # noqa: E402
 from harness import chroot as chroots  # noqa: E402
 from harness.core import (CBINDGEN_VERSION, MATRIX, MATRIX_PY, MYPY_FILES, ROOT, STATICLIB, SUMMARY, SUPPORTED, TOOLS,  # noqa: E402
-                          WORK, Skip, apt_install, children_cpu, find_python, is_root, make_venv, minor_of,
+                          WORK, Skip, apt_install, children_cpu, is_root, make_venv, minor_of,
                           missing_commands, need_root, output_of, parse_options, pytest_basetemp, require_python, run, say,
                           source_only_tests, where_of)
 
@@ -52,9 +52,10 @@ def planned(session: nox.Session, name: str) -> bool:
     return name in session._runner.manifest  # noqa: SLF001 -- nox has no public view of its queue
 
 
-def step(name: str) -> Callable[[Callable[..., None]], Callable[[nox.Session], None]]:
+def step(name: str, default: bool = True) -> Callable[[Callable[..., None]], Callable[[nox.Session], None]]:
     """A nox session running fn(session, options, remaining posargs), timed,
-    recorded in the summary; Skip skips it with its one line."""
+    recorded in the summary; Skip skips it with its one line. default=False:
+    not in a plain run (a measurement, not a test: run it with -s NAME)."""
     def deco(fn: Callable[..., None]) -> Callable[[nox.Session], None]:
         def session(s: nox.Session) -> None:
             opts, rest = parse_options(s.posargs)
@@ -77,7 +78,7 @@ def step(name: str) -> Callable[[Callable[..., None]], Callable[[nox.Session], N
             elif outcome == "FAILED":
                 s.error(note)
         session.__doc__, session.__name__ = fn.__doc__, fn.__name__
-        return nox.session(name=name, python=False)(session)
+        return nox.session(name=name, python=False, default=default)(session)
     return deco
 
 
@@ -135,9 +136,6 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     def tools() -> None:
         if any(planned(s, n) for n in ("hpy-debug",)):
             suite.hpy_universal_wheel(py)
-        py313 = find_python("3.13")
-        if planned(s, "hpy-debug-3.13") and py313 and minor_of(py) != "3.13":
-            suite.hpy_universal_wheel(py313)
         if planned(s, "fuzz"):
             checks.ensure_cargo_fuzz()
     lanes.start("tools", tools)
@@ -299,16 +297,6 @@ for _minor in ("3.11", "3.12", "3.13"):
     pyenv_step(_minor)
 
 
-@step("hpy-debug-3.13")
-def hpy_debug_313(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-    """CPython 3.13, hybrid ABI under HPy's debug mode: where the ctx_type.c patch matters."""
-    if minor_of(primary_python(opts)) == "3.13":
-        raise Skip("CPython 3.13 is the primary interpreter (the hpy-debug step)")
-    py = require_python("3.13", "hpy-debug-3.13")
-    if not suite.hpy_debug_run(py, WORK / "venv3.13-debug", where_of(py), rest):
-        raise RuntimeError("pytest failed")
-
-
 REFUSAL = "error: cb3 supports CPython 3.11 to 3.15 and PyPy 7.3 (Python 3.11); this is "
 
 
@@ -398,7 +386,13 @@ def wheels_step(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-
         # The aarch64 runs (one emulated process) go on beside the x86_64 ones.
         lanes.start("aarch64", lambda: RESULTS.__setitem__(
             "wheels-aarch64", all([wheels.test_wheel(v, "aarch64") for v, _ in wheels.ARM64_RUNS])))
-    results = [wheels.test_wheel(v) for v in wheel_pythons(opts)]
+    # The wheels tested in Debian chroots go on in a lane beside those tested with the host's
+    # interpreters (two cores; each suite is one process).
+    pythons = wheel_pythons(opts)
+    in_chroot = [v for v in pythons if v in wheels.IN_CHROOT]
+    lanes.start("wheels-chroots", lambda: all([wheels.test_wheel(v) for v in in_chroot]))
+    results = [wheels.test_wheel(v) for v in pythons if v not in wheels.IN_CHROOT]
+    results.append(bool(lanes.wait("wheels-chroots")))
     if not RESULTS.get("built") or not all(results):
         raise RuntimeError("a wheel failed to build or its tests failed (log above)")
 
@@ -429,11 +423,11 @@ def simd(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
         raise RuntimeError("a SIMD path's run failed")
 
 
-@step("pypy-speed")
+@step("pypy-speed", default=False)
 def pypy_speed(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-    """PyPy against CPython per call, interleaved rounds, into .test/pypy-speed.md; root only.
+    """PyPy against CPython per call, interleaved rounds, into .test/pypy-speed.md; root only, not default.
 
-    Measured last, alone; docs/results/pypy-speed.md is the same command's output on a quiet machine."""
+    A measurement: -s pypy-speed (CI's shared machine times nothing worth quoting). Measured last, alone; docs/results/pypy-speed.md is the same command's output on a quiet machine."""
     if opts.skip_pypy:
         raise Skip("--skip-pypy")
     need_root(opts, "the PyPy chroot", "pypy-speed")
