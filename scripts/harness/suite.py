@@ -157,8 +157,9 @@ def hpy_universal_wheel(python: str, chroot: chroots.Chroot | None = None) -> Pa
         shutil.rmtree(build, ignore_errors=True)
         build.mkdir(parents=True)
         target.run([python, "-m", "venv", f"{seen}/venv"])
-        run(["tar", "-C", build, "-xzf", hpy_sdist()])
-        hpy_vendor.write_patched_devel(hpy_sdist(), build / "hpy-0.9.0/hpy/devel")
+        sdist = hpy_sdist()
+        run(["tar", "-C", build, "-xzf", sdist])
+        hpy_vendor.write_patched_devel(sdist, build / "hpy-0.9.0/hpy/devel")
         # hpy's setup.py adds -Werror; GCC >= 15 with glibc >= 2.43 (C23
         # strchr/strstr return const) then stops on hpymodule.c.
         cflags = (os.environ.get("CFLAGS", "") + " -Wno-error=discarded-qualifiers").strip()
