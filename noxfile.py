@@ -42,7 +42,7 @@ nox.options.default_venv_backend = "none"
 
 PRIMARY_VENV = WORK / "venv"
 PRIMARY_TESTED = threading.Event()  # the wheel builds wait for it: the memory scans and races run without that load
-ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "unsupported-pypy-8.0", "hpy-debug-3.15", "chroot-pypy", "wheels", "wheels-aarch64", "simd", "pypy-speed")
+ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "hpy-debug-3.15", "chroot-pypy", "chroot-pypy-8.0", "wheels", "wheels-aarch64", "simd", "pypy-speed")
 SOURCE_ONLY_MODE = "scripts/source-only-tests.txt; the rest runs on its wheel"
 RESULTS: dict[str, bool] = {}  # what a lane did for a later step (the aarch64 runs)
 
@@ -142,14 +142,17 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     if not root or not any(planned(s, n) for n in ROOT_ONLY):
         return
     pypy = not opts.skip_pypy and any(planned(s, n) for n in ("chroot-pypy", "wheels", "pypy-speed"))
+    pypy8 = not opts.skip_pypy and any(planned(s, n) for n in ("chroot-pypy-8.0", "wheels"))
 
     def root_lane() -> bool:
         ok = True
         for name, work in (("wheels", lambda: wheels.prepare(arm64=planned(s, "wheels-aarch64"), pypy=False)),
                            ("chroot-3.14", lambda: chroots.profile("cpython3.14").prepare()),
                            ("chroot-3.15", lambda: sid_prepare(s)),
-                           ("pypy", lambda: chroots.profile("pypy3.11").prepare() if pypy else None)):
-            if name == "pypy" or planned(s, name) or (name == "chroot-3.15" and uses_sid(s)):
+                           ("pypy", lambda: chroots.profile("pypy3.11").prepare() if pypy else None),
+                           # PyPy 8.0's test tools build from source (no pp80 wheels): minutes, so early.
+                           ("pypy-8.0", lambda: chroots.profile("pypy8.0").prepare() if pypy8 else None)):
+            if name.startswith("pypy") or planned(s, name) or (name == "chroot-3.15" and uses_sid(s)):
                 try:
                     work()
                 except Exception:  # noqa: BLE001 -- the step itself tries again
@@ -166,7 +169,7 @@ def prepare(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 
 
 def uses_sid(s: nox.Session) -> bool:
-    return any(planned(s, n) for n in ("chroot-3.15", "unsupported-pypy-8.0", "hpy-debug-3.15", "wheels",
+    return any(planned(s, n) for n in ("chroot-3.15", "hpy-debug-3.15", "wheels",
                                        "wheels-aarch64"))
 
 
@@ -297,7 +300,7 @@ for _minor in ("3.11", "3.12", "3.13"):
     pyenv_step(_minor)
 
 
-REFUSAL = "error: cb3 supports CPython 3.11 to 3.15 and PyPy 7.3 (Python 3.11); this is "
+REFUSAL = "error: cb3 supports CPython 3.11 to 3.15 and PyPy 7.3 (Python 3.11), PyPy 8.0 (Python 3.11); this is "
 
 
 def expect_refusal(r: subprocess.CompletedProcess[str], this: str) -> None:
@@ -319,7 +322,7 @@ def unsupported(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-
 def chroot_step(name: str, profile: str, label: str) -> None:
     @step(name)
     def chroot(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-        if profile == "pypy3.11" and opts.skip_pypy:
+        if profile.startswith("pypy") and opts.skip_pypy:
             raise Skip("--skip-pypy")
         need_root(opts, "mmdebstrap, chroot, unshare", name)
         suite.ensure_staticlib()
@@ -333,19 +336,8 @@ def chroot_step(name: str, profile: str, label: str) -> None:
 
 chroot_step("chroot-3.14", "cpython3.14", "CPython 3.14 (Debian forky chroot)")
 chroot_step("chroot-3.15", "cpython3.15", "CPython 3.15 (Debian sid chroot)")
-chroot_step("chroot-pypy", "pypy3.11", "PyPy 3.11 (Debian trixie chroot, PyPy 7.3.19)")
-
-
-@step("unsupported-pypy-8.0")
-def unsupported_pypy8(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-    """setup.py refuses PyPy 8.0 (Debian sid's pypy3) naming the supported list; root only.
-
-    PyPy 8.0 has no hpy.universal (docs/pypy.md): a build would not load."""
-    need_root(opts, "the Debian sid chroot", "unsupported-pypy-8.0")
-    c = chroots.profile("cpython3.15").prepare()
-    r = c.run(["sh", "-c", "pypy3 setup.py --version 2>&1"], binds=[(ROOT, "/opt/cb3-src")], cwd="/opt/cb3-src",
-              check=False, capture=True)
-    expect_refusal(r, "PyPy 8.0")
+chroot_step("chroot-pypy", "pypy3.11", "PyPy 3.11 (Debian trixie chroot, PyPy 7.3.19), hybrid ABI")
+chroot_step("chroot-pypy-8.0", "pypy8.0", "PyPy 8.0 (Debian sid chroot, PyPy 8.0.1), cpython ABI over cpyext")
 
 
 @step("hpy-debug-3.15")

@@ -49,15 +49,26 @@ def read_setting(path, pattern):
     return tuple(int(group) for group in match.groups())
 
 
-# The PyPy releases a test covers (noxfile.py's chroot-pypy step), by PyPy version: the
-# Python version each implements. PyPy 8.0 has no hpy.universal and is not yet supported
-# (docs/pypy.md): it is refused here rather than built into a module that cannot load.
-SUPPORTED_PYPY = {(7, 3): (3, 11)}
+# The PyPy releases a test covers (noxfile.py's chroot-pypy and chroot-pypy-8.0 steps), by
+# PyPy version: the Python version each implements and the HPy ABI cb3 builds for it.
+# PyPy 7.3 has HPy's universal runtime built in (hpy.universal): the hybrid ABI, with
+# PyPy's own hpy.devel. PyPy 8.0 has none, only cpyext: HPy's cpython ABI, with the
+# vendored runtime compiled against cpyext's C API (third_party/hpy/PATCHES.md, patch 2;
+# docs/pypy.md says why this route).
+SUPPORTED_PYPY = {(7, 3): ((3, 11), "hybrid"), (8, 0): ((3, 11), "cpython")}
 
 
 def supported_list(cpython_low, cpython_high):
-    pypys = ", ".join(f"PyPy {p[0]}.{p[1]} (Python {v[0]}.{v[1]})" for p, v in SUPPORTED_PYPY.items())
+    pypys = ", ".join(f"PyPy {p[0]}.{p[1]} (Python {v[0]}.{v[1]})" for p, (v, _) in SUPPORTED_PYPY.items())
     return f"CPython {cpython_low[0]}.{cpython_low[1]} to {cpython_high[0]}.{cpython_high[1]} and {pypys}"
+
+
+def default_hpy_abi():
+    """The HPy ABI cb3 builds for this interpreter (the cpython ABI on CPython:
+    zero-copy buffers through the C API)."""
+    if platform.python_implementation() == "PyPy":
+        return SUPPORTED_PYPY[sys.pypy_version_info[:2]][1]
+    return "cpython"
 
 
 def check_python_version():
@@ -77,7 +88,7 @@ def check_python_version():
     if implementation == "PyPy":
         pypy = sys.pypy_version_info[:2]
         this = f"PyPy {'.'.join(map(str, sys.pypy_version_info[:3]))} (Python {platform.python_version()})"
-        if SUPPORTED_PYPY.get(pypy) == version:
+        if pypy in SUPPORTED_PYPY and SUPPORTED_PYPY[pypy][0] == version:
             return
     elif implementation == "CPython" and (low_major, low_minor) <= version < (high_major, high_minor):
         if not sysconfig.get_config_var("Py_GIL_DISABLED"):
@@ -109,17 +120,38 @@ from setuptools.dist import Distribution  # noqa: E402
 # stub below (before the binary is loaded) and the module's exec slot
 # (cext/module.c) both compare these with the running interpreter and raise
 # ImportError on a mismatch (cb3/_loading/guard.py).
-BUILD_CACHE_TAG = sys.implementation.cache_tag
+def load_guard():
+    """cb3/_loading/guard.py, by path (standard library only): the build and the
+    import compute the interpreter's tag with the same function."""
+    spec = importlib.util.spec_from_file_location("_cb3_build_guard", os.path.join(HERE, "cb3", "_loading", "guard.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BUILD_INTERPRETER = load_guard().interpreter_tag()
+
+
+default_abi = default_hpy_abi()
+HPY_ABI = os.environ.get("CB3_HPY_ABI", default_abi)
+if not any(arg.startswith("--hpy-abi") for arg in sys.argv):
+    sys.argv.insert(1, f"--hpy-abi={HPY_ABI}")
+if HPY_ABI != "cpython" and platform.python_implementation() == "PyPy" and default_abi == "cpython":
+    sys.exit(
+        f"error: CB3_HPY_ABI={HPY_ABI}: this PyPy has no HPy runtime (hpy.universal), so cb3 builds for it "
+        "with HPy's cpython ABI only (unset CB3_HPY_ABI)"
+    )
 
 
 def load_hpy_devel():
-    """hpy.devel: the vendored copy on CPython, PyPy's own elsewhere.
+    """hpy.devel: the vendored copy for the cpython ABI (on CPython, and on
+    PyPy 8.0 over cpyext), PyPy's own for its hybrid builds.
 
     The vendored copy is loaded under a private name, so that an hpy installed
     from PyPI (the hybrid debug-mode venv has one) can neither shadow it nor be
     shadowed by it; its setuptools entry point stays unused because setup()
     below gets no hpy_ext_modules keyword (see HPyDistribution)."""
-    if platform.python_implementation() != "CPython":
+    if HPY_ABI != "cpython" and platform.python_implementation() == "PyPy":
         import hpy.devel
         import hpy.devel.version
 
@@ -147,14 +179,14 @@ def __bootstrap__():
     from os.path import dirname, join
     from sys import modules
     from ._loading import guard
-    guard.check_build(__name__, BUILD_CACHE_TAG, BUILD_HPY_VERSION)
+    guard.check_build(__name__, BUILD_INTERPRETER, BUILD_HPY_VERSION)
     from hpy.universal import _load_bootstrap
     ext_filepath = join(dirname(__file__), {ext_file!r})
     modules[__name__] = _load_bootstrap({module_name!r}, __name__, __package__, ext_filepath,
                                         __loader__, __spec__, environ)
 
 """
-    + f"BUILD_CACHE_TAG = {BUILD_CACHE_TAG!r}\nBUILD_HPY_VERSION = {BUILD_HPY_VERSION!r}\n"
+    + f"BUILD_INTERPRETER = {BUILD_INTERPRETER!r}\nBUILD_HPY_VERSION = {BUILD_HPY_VERSION!r}\n"
     + "__bootstrap__()\n"
 )
 
@@ -168,11 +200,6 @@ hpy_devel.HPyDevel.get_extra_sources = lambda self: [
 hpy_devel.HPyDevel.get_ctx_sources = lambda self: sorted(
     os.path.relpath(path, HERE) for path in glob.glob(os.path.join(HERE, HPY_RUNTIME, "ctx_*.c"))
 )
-
-default_abi = "cpython" if platform.python_implementation() == "CPython" else "hybrid"
-HPY_ABI = os.environ.get("CB3_HPY_ABI", default_abi)
-if not any(arg.startswith("--hpy-abi") for arg in sys.argv):
-    sys.argv.insert(1, f"--hpy-abi={HPY_ABI}")
 
 
 class build_ext_rust(build_ext):
@@ -353,7 +380,7 @@ def extension():
         extra_objects=[STATICLIB_PLACEHOLDER],
         define_macros=[
             # C string literals; checked against the running interpreter at import.
-            ("CB3_BUILD_CACHE_TAG", c_string(BUILD_CACHE_TAG)),
+            ("CB3_BUILD_INTERPRETER", c_string(BUILD_INTERPRETER)),
             ("CB3_BUILD_HPY_VERSION", c_string(BUILD_HPY_VERSION)),
         ],
         # What a Rust staticlib needs from the system (cargo --print native-static-libs).

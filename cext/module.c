@@ -45,8 +45,8 @@ static int load_exception(HPyContext *ctx, HPy errors, const char *name, HPyGlob
     return 0;
 }
 
-#if !defined(CB3_BUILD_CACHE_TAG) || !defined(CB3_BUILD_HPY_VERSION)
-#error "setup.py defines CB3_BUILD_CACHE_TAG and CB3_BUILD_HPY_VERSION (the build's interpreter and HPy)"
+#if !defined(CB3_BUILD_INTERPRETER) || !defined(CB3_BUILD_HPY_VERSION)
+#error "setup.py defines CB3_BUILD_INTERPRETER and CB3_BUILD_HPY_VERSION (the build's interpreter and HPy)"
 #endif
 
 /* The HPy version whose context layout this binary assumes; None for the
@@ -77,7 +77,7 @@ static int check_build(HPyContext *ctx)
     if (HPy_IsNull(check))
         goto done;
     items[0] = HPyUnicode_FromString(ctx, "cb3._cb3");
-    items[1] = HPyUnicode_FromString(ctx, CB3_BUILD_CACHE_TAG);
+    items[1] = HPyUnicode_FromString(ctx, CB3_BUILD_INTERPRETER);
     items[2] = built_hpy_version(ctx);
     if (HPy_IsNull(items[0]) || HPy_IsNull(items[1]) || HPy_IsNull(items[2]))
         goto done;
@@ -160,7 +160,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
         add(ctx, module, "AUTO", HPyLong_FromLong(ctx, CB3_AUTO)) < 0 ||
         add(ctx, module, "BLAKE3_PARALLEL_MIN", HPyLong_FromLong(ctx, CB3_BLAKE3_PARALLEL_MIN)) < 0 ||
         add(ctx, module, "HPY_ABI", HPyUnicode_FromString(ctx, abi)) < 0 ||
-        add(ctx, module, "BUILD_INTERPRETER", HPyUnicode_FromString(ctx, CB3_BUILD_CACHE_TAG)) < 0 ||
+        add(ctx, module, "BUILD_INTERPRETER", HPyUnicode_FromString(ctx, CB3_BUILD_INTERPRETER)) < 0 ||
         add(ctx, module, "BUILD_HPY_VERSION", HPyUnicode_FromString(ctx, CB3_BUILD_HPY_VERSION)) < 0)
         return -1;
     return 0;

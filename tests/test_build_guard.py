@@ -5,6 +5,7 @@ written by setup.py, cext/module.c)."""
 import os
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import pytest
@@ -27,7 +28,11 @@ def test_matching_build_passes():
         (("pypy311", "0.9.1.dev61+g79fb330d"), ("cpython-311", "0.9.0"), "imported by 'cpython-311'"),
         (("pypy311", "0.9.1.dev61+g79fb330d"), ("pypy311", "0.9.2"), "built against HPy 0.9.1.dev61+g79fb330d"),
         (("cpython-311", "0.9.0"), ("cpython-311", None), "this interpreter has no HPy runtime"),
-        (("pypy311", "0.9.1.dev61+g79fb330d"), ("pypy311", None), "PyPy 8.0 has none; cb3 supports PyPy 7.3"),
+        # a PyPy 7.3 (hybrid) binary on PyPy 8.0: another release, and no HPy runtime at all
+        (("pypy311-pp73", "0.9.1.dev61+g79fb330d"), ("pypy311-pp80", None), "imported by 'pypy311-pp80'"),
+        (("pypy311-pp73", "0.9.1.dev61+g79fb330d"), ("pypy311-pp80", None), "cb3 builds for it with HPy's cpython ABI"),
+        # a PyPy 8.0 (cpython-ABI) binary on PyPy 7.3: the same cache tag, another ABI
+        (("pypy311-pp80", None), ("pypy311-pp73", None), "built for the interpreter 'pypy311-pp80'"),
         (("cpython-311", None), ("cpython-312", None), "built for the interpreter 'cpython-311'"),
     ],
 )
@@ -40,18 +45,30 @@ def test_mismatch_is_reported(built, running, expected):
 
 
 def test_check_build_raises_import_error(monkeypatch):
-    _guard.check_build("cb3._cb3", sys.implementation.cache_tag, None)
+    _guard.check_build("cb3._cb3", _guard.interpreter_tag(), None)
     with pytest.raises(ImportError, match="built for the interpreter 'elsewhere-99'") as info:
         _guard.check_build("cb3._cb3", "elsewhere-99", None)
     assert info.value.name == "cb3._cb3"
     monkeypatch.setattr(_guard, "running_hpy_version", lambda: "0.0.0-other")
     with pytest.raises(ImportError, match="this interpreter's HPy is 0.0.0-other"):
-        _guard.check_build("cb3._cb3", sys.implementation.cache_tag, "0.9.0")
+        _guard.check_build("cb3._cb3", _guard.interpreter_tag(), "0.9.0")
+
+
+def test_interpreter_tag_names_the_pypy_release():
+    # PyPy 7.3 and 8.0 share the cache tag pypy311 but not the ABI: the tag is
+    # PyPy's SOABI there (pypy311-pp73, pypy311-pp80), the cache tag elsewhere.
+    tag = _guard.interpreter_tag()
+    if sys.implementation.name == "pypy":
+        major, minor = sys.pypy_version_info[:2]
+        assert tag == f"{sys.implementation.cache_tag}-pp{major}{minor}"
+        assert tag == sysconfig.get_config_var("SOABI")
+    else:
+        assert tag == sys.implementation.cache_tag
 
 
 def test_the_loaded_binary_matches_this_interpreter():
     ext = cb3._cb3
-    assert ext.BUILD_INTERPRETER == sys.implementation.cache_tag
+    assert ext.BUILD_INTERPRETER == _guard.interpreter_tag()
     if ext.HPY_ABI != "cpython":
         assert ext.BUILD_HPY_VERSION == _guard.running_hpy_version()
 
@@ -87,7 +104,7 @@ def test_import_refused_under_another_interpreter_tag():
     )
     assert result.returncode == 0, result.stderr
     assert "REFUSED: cb3._cb3 was built for the interpreter" in result.stdout
-    assert "imported by 'elsewhere-99'" in result.stdout
+    assert "imported by 'elsewhere-99" in result.stdout  # plus "-pp73"/"-pp80" on PyPy
 
 
 def test_c_exec_slot_checks_too():

@@ -60,7 +60,7 @@ def test_vendored_tree_is_upstream_plus_listed_patches(sdist: Path) -> None:
     assert upstream.keys() == vendored.keys()
     assert len([k for k in vendored if k.startswith("devel/src/runtime/")]) >= 19
     changed = sorted(k for k in upstream if upstream[k] != vendored[k])
-    assert changed == sorted(f for e in hpy_vendor.listed_patches() for f in e.files)
+    assert changed == sorted({f for e in hpy_vendor.listed_patches() for f in e.files})
 
 
 def test_patched_devel_is_what_setup_py_compiles(sdist: Path, tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_patches_md_lists_every_patch_with_its_fields() -> None:
     for e in entries:
         for field in hpy_vendor.FIELDS:
             assert e.fields.get(field, "").strip(), (e.number, field)
-        assert re.search(r"3\.13\b", e.fields["Interpreters"]), e.fields["Interpreters"]
+        assert re.search(r"\b(CPython|PyPy) \d+\.\d+\b", e.fields["Interpreters"]), e.fields["Interpreters"]
         assert re.search(r"tests/test_\w+\.py", e.fields["Test"]), e.fields["Test"]
     assert hpy_vendor.patch_list_problems() == []
 
@@ -138,13 +138,14 @@ def test_check_fails_on_an_altered_copy(sdist: Path, vendor_copy: Path, alterati
         (vendor_copy / "devel/abitag.py").unlink()
         expected = f"missing from {vendor_copy}: devel/abitag.py"
     elif alteration == "unlisted patch":
-        (vendor_copy / "patches/0002-more.patch").write_text("")
-        expected = "patches/0002-more.patch is not listed in PATCHES.md"
-    else:  # the vendored ctx_type.c stays patched, PATCHES.md no longer lists the patch
+        (vendor_copy / "patches/0099-more.patch").write_text("")
+        expected = "patches/0099-more.patch is not listed in PATCHES.md"
+    else:  # the vendored files stay patched, PATCHES.md no longer lists the last patch
+        last = hpy_vendor.listed_patches()[-1]
         md = vendor_copy / "PATCHES.md"
-        md.write_text(md.read_text().replace("### Patch 1:", "### Not a patch:"))
-        (vendor_copy / "patches/0001-ctx-type-no-tpflags-bit-2.patch").unlink()
-        expected = "differs: devel/src/runtime/ctx_type.c"
+        md.write_text(md.read_text().replace(f"### Patch {last.number}:", "### Not a patch:"))
+        (vendor_copy / last.patch).unlink()
+        expected = f"differs: {last.files[0]}"
     result = run_check(sdist, vendor_copy)
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert expected in result.stderr

@@ -73,8 +73,55 @@ def test_declared_support_matches_this_interpreter_and_each_other():
     assert versions == sorted(f"3.{m}" for m in minors)
     pypys = re.search(r"^SUPPORTED_PYPY = (\{.*\})$", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
     supported_pypy = ast.literal_eval(pypys[1])
-    assert supported_pypy and all(f"{v[0]}.{v[1]}" in versions for v in supported_pypy.values())
+    assert supported_pypy and all(f"{v[0]}.{v[1]}" in versions for v, _ in supported_pypy.values())
+    assert {abi for _, abi in supported_pypy.values()} <= {"hybrid", "cpython"}
     if platform.python_implementation() == "PyPy":
-        assert supported_pypy[sys.pypy_version_info[:2]] == sys.version_info[:2]  # type: ignore[attr-defined]
+        python, abi = supported_pypy[sys.pypy_version_info[:2]]  # type: ignore[attr-defined]
+        assert python == sys.version_info[:2]
+        assert cb3._cb3.HPY_ABI == abi  # the build took the ABI setup.py names for this PyPy
     else:
         assert sys.version_info[:2] in [(3, m) for m in minors]
+
+
+REFUSE = """
+import platform, runpy, sys, sysconfig
+{patch}
+sys.argv = ["setup.py", "--version"]
+try:
+    runpy.run_path({setup!r}, run_name="__main__")
+except SystemExit as e:
+    print(e.code)
+else:
+    print("not refused")
+"""
+
+
+def refusal(patch: str) -> str:
+    code = REFUSE.format(patch=patch, setup=str(ROOT / "setup.py"))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def supported_pypy_list() -> list[str]:
+    pypys = re.search(r"^SUPPORTED_PYPY = (\{.*\})$", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
+    return [f"PyPy {p[0]}.{p[1]} (Python {v[0]}.{v[1]})" for p, (v, _) in ast.literal_eval(pypys[1]).items()]
+
+
+def test_setup_refuses_a_pypy_release_no_test_covers():
+    # The check runs before setuptools is imported (a PyPy may have none), so a fake
+    # PyPy 9.0 is refused whatever runs this test.
+    message = refusal('platform.python_implementation = lambda: "PyPy"\nsys.pypy_version_info = (9, 0, 0, "final", 0)')
+    assert message.startswith("error: cb3 supports CPython 3.11 to 3.15 and ")
+    assert f"this is PyPy 9.0.0 (Python {platform.python_version()})" in message
+    assert all(p in message for p in supported_pypy_list()), message
+
+
+def test_setup_refuses_a_free_threaded_build():
+    message = refusal(
+        'platform.python_implementation = lambda: "CPython"\n'
+        "get = sysconfig.get_config_var\n"
+        'sysconfig.get_config_var = lambda name: 1 if name == "Py_GIL_DISABLED" else get(name)'
+    )
+    assert "with the GIL; this is the free-threaded build of CPython" in message
+    assert "docs/free-threading.md" in message

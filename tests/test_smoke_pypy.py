@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import cb3
+from cb3._loading import guard
 from cb3.cli import selftest
 from helpers import run_threads
 
@@ -181,7 +182,7 @@ def test_threads_share_a_cipher():
 def test_module_facts():
     ext = cb3._cb3
     assert ext.HPY_ABI in ("cpython", "hybrid")
-    assert ext.BUILD_INTERPRETER == sys.implementation.cache_tag
+    assert ext.BUILD_INTERPRETER == guard.interpreter_tag()
     assert cb3.KEY_SIZE == 32 and cb3.NONCE_SIZE == 24 and cb3.TAG_SIZE == 32
     assert cb3.simd_backend()
 

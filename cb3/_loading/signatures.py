@@ -16,11 +16,15 @@ function and method: it forwards ``*args, **kwargs`` unchanged (the C
 argument parser and its error messages stay in charge) and carries
 ``__signature__``, ``__name__``, ``__qualname__`` and the docstring without
 the signature line; classes get ``__signature__`` and the cleaned
-``__doc__``. On CPython :func:`install` changes nothing.
+``__doc__``. PyPy 8.0's cpyext (cb3's cpython-ABI build there) strips the line
+as CPython does, but ``inspect.signature`` of a class fails on the type's C
+``__new__``: the classes get ``__signature__`` from ``__text_signature__``.
+On CPython :func:`install` changes nothing.
 """
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -132,3 +136,10 @@ def _install_class(cls: type) -> None:
     if text is not None:
         cls.__signature__ = parse(text)  # type: ignore[attr-defined]
         cls.__doc__ = doc
+    elif sys.implementation.name == "pypy":
+        # PyPy 8.0's cpyext (the cpython ABI) moves the line into __text_signature__ as
+        # CPython does, but inspect asks the type's C-level __new__ first there: a builtin
+        # with no signature, so inspect.signature(cls) raised ValueError.
+        text = getattr(cls, "__text_signature__", None)
+        if text:
+            cls.__signature__ = parse(text)  # type: ignore[attr-defined]

@@ -280,8 +280,8 @@ class DecryptingReader(fileio.PlaintextFile):
 
     def _readinto(self, buffer: Buffer) -> int:
         self._check_open()
-        with memoryview(buffer) as raw:
-            view = raw.cast("B")
+        # Both views released on return (PyPy 8.0: a live view blocks resizing `buffer`).
+        with memoryview(buffer) as raw, raw.cast("B") as view:
             done = 0
             while done < len(view) and self._available(not done):
                 take = min(len(view) - done, self._plain_len - self._plain_pos)
@@ -299,8 +299,7 @@ class DecryptingReader(fileio.PlaintextFile):
     def _readinto1(self, buffer: Buffer) -> int:
         self._check_open()
         self._ensure()
-        with memoryview(buffer) as raw:
-            view = raw.cast("B")
+        with memoryview(buffer) as raw, raw.cast("B") as view:
             take = min(len(view), self._plain_len - self._plain_pos)
             view[:take] = self._plain_view[self._plain_pos : self._plain_pos + take]
             self._plain_pos += take

@@ -177,14 +177,18 @@ class EncryptingWriter(fileio.PlaintextFile):
         self._check_open()  # again: another thread may have closed the writer while this one waited
         if self._broken:
             raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
-        with memoryview(data) as raw:
-            view = raw.cast("B") if raw.format not in ("B", "b", "c") or raw.ndim != 1 else raw
+        # Every view of the caller's buffer is released before this returns (the `with`s):
+        # PyPy 8.0 refuses to resize a bytearray while a memoryview of it lives, and without
+        # reference counting an unreleased one lives until the next collection.
+        with memoryview(data) as raw, (raw.cast("B") if raw.format not in ("B", "b", "c") or raw.ndim != 1
+                                       else raw[:]) as view:
             total = len(view)
             size, capacity = self._chunk_size, len(self._pending)
             pos = 0
             if self._fill:
                 take = min(capacity - self._fill, total)
-                self._pending_view[self._fill : self._fill + take] = view[:take]
+                with view[:take] as part:
+                    self._pending_view[self._fill : self._fill + take] = part
                 self._fill += take
                 pos = take
                 if self._fill == capacity and pos < total:  # more follows: not the final chunk
@@ -196,11 +200,13 @@ class EncryptingWriter(fileio.PlaintextFile):
                 full = (total - pos - 1) // size
                 while full:
                     count = min(full, self._batch)
-                    self._seal(view[pos : pos + count * size], False)
+                    with view[pos : pos + count * size] as part:
+                        self._seal(part, False)
                     pos += count * size
                     full -= count
                 rest = total - pos
-                self._pending_view[:rest] = view[pos:]
+                with view[pos:] as part:
+                    self._pending_view[:rest] = part
                 self._fill = rest
             self._position += total
             return total

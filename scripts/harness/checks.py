@@ -379,8 +379,8 @@ def sdist(python: Path, base_python: str) -> None:
 
 # ---- PyPy against CPython per call ------------------------------------------------------
 def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 1, clock: str = "process") -> None:
-    """`python -m cb3 bench` on CPython (host venv) and PyPy (the PyPy chroot)
-    in interleaved rounds; the table (scripts/pypy_speed.py) into out_page."""
+    """`python -m cb3 bench` on CPython (host venv), PyPy 7.3 and PyPy 8.0 (their
+    chroots) in interleaved rounds; the table (scripts/pypy_speed.py) into out_page."""
     work = WORK / "bench-pypy"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -393,16 +393,22 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
     run([venv / "bin/pip", "install", *PIP_QUIET, *pins])
     run([venv / "bin/pip", "install", *PIP_QUIET, "--no-build-isolation", ROOT], env={"CB3_STATICLIB": str(STATICLIB)}
         if STATICLIB.exists() else {"CARGO_TARGET_DIR": str(ROOT / "rustlib/target")})
-    p = chroots.profile("pypy3.11")
-    with file_lock(p.lock):  # its own paths in the chroot (/bench, /opt/cb3-bench-venv)
-        c = p.chroot.ensure()
-        shutil.rmtree(c.root / "bench", ignore_errors=True)
-        copy_tree(c.root / "bench/src")
-        shutil.copy(ensure_staticlib(), c.root / "bench/libcb3.a")
-        if not (c.root / "opt/cb3-bench-venv/bin/python").exists():
-            c.run(["pypy3", "-m", "venv", "/opt/cb3-bench-venv"])
-        c.run(["/opt/cb3-bench-venv/bin/python", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-               "--force-reinstall", "/bench/src"], env={"CB3_STATICLIB": "/bench/libcb3.a"})
+    # PyPy 7.3 (hybrid ABI, its own chroot) and PyPy 8.0 (cpython ABI over cpyext, its
+    # own): each builds in its chroot's own paths (/bench, /opt/cb3-bench-venv).
+    pypys = [(chroots.profile("pypy3.11"), [("pypy", "PyPy 7.3", {}),
+                                            ("pypy4m", "PyPy 7.3, PYPY_GC_NURSERY=4M", {"PYPY_GC_NURSERY": "4M"})]),
+             (chroots.profile("pypy8.0"), [("pypy8", "PyPy 8.0", {})])]
+    with file_lock(pypys[0][0].lock), file_lock(pypys[1][0].lock):
+        for p, _ in pypys:
+            c = p.chroot.ensure()
+            shutil.rmtree(c.root / "bench", ignore_errors=True)
+            copy_tree(c.root / "bench/src")
+            shutil.copy(ensure_staticlib(), c.root / "bench/libcb3.a")
+            if not (c.root / "opt/cb3-bench-venv/bin/python").exists():
+                c.run(["pypy3", "-m", "venv", "/opt/cb3-bench-venv"])
+                c.run(["/opt/cb3-bench-venv/bin/python", "-m", "pip", "install", "-q", *pins])
+            c.run(["/opt/cb3-bench-venv/bin/python", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                   "--force-reinstall", "/bench/src"], env={"CB3_STATICLIB": "/bench/libcb3.a"})
         files = []
 
         def labelled(src: Path, name: str, label: str) -> None:
@@ -414,15 +420,16 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
             say(f"round {n}/{rounds}")
             run([venv / "bin/python", *args, "--json", work / "cpython.json"], cwd=work, capture=True)
             labelled(work / "cpython.json", f"cpython-{n}.json", "CPython 3.11")
-            for name, label, env in (("pypy", "PyPy 3.11", {}),
-                                     ("pypy4m", "PyPy, PYPY_GC_NURSERY=4M", {"PYPY_GC_NURSERY": "4M"})):
-                c.run(["/opt/cb3-bench-venv/bin/python", *args, "--json", "/bench/pypy.json"], cwd="/bench", env=env,
-                      capture=True)
-                labelled(c.root / "bench/pypy.json", f"{name}-{n}.json", label)
+            for p, columns in pypys:
+                for name, label, env in columns:
+                    p.chroot.run(["/opt/cb3-bench-venv/bin/python", *args, "--json", "/bench/pypy.json"], cwd="/bench",
+                                 env=env, capture=True)
+                    labelled(p.root / "bench/pypy.json", f"{name}-{n}.json", label)
     loadavg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     l3 = re.search(r"^L3 cache: *(.*)$", output_of(["lscpu"]), re.M)
     (work / "note.txt").write_text(f"- Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
                                    f"{os.cpu_count()} cores, load average {loadavg}\n  at the end; L3 cache "
                                    f"{l3.group(1) if l3 else '?'}.\n")
-    order = sorted(files, key=lambda f: (f.name.split("-")[0] != "cpython", f.name.split("-")[0], f.name))
+    columns = ["cpython"] + [name for _, cols in pypys for name, _, _ in cols]
+    order = sorted(files, key=lambda f: (columns.index(f.name.split("-")[0]), f.name))
     run([venv / "bin/python", ROOT / "scripts/pypy_speed.py", out_page, work / "note.txt", *order])

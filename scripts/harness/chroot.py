@@ -135,8 +135,11 @@ class Profile:
     built and tested in the PyPy one), with a venv of test tools at /opt/cb3-venv."""
 
     def __init__(self, name: str, cache: Path, suite: str, python: str, recipe_name: str, packages: str,
-                 where: str, test_deps: list[str], options: Sequence[str] = ()) -> None:
+                 where: str, test_deps: list[str], options: Sequence[str] = (),
+                 binary_only: Sequence[str] = ("cryptography",)) -> None:
         self.name, self.cache, self.python, self.where, self.test_deps = name, cache, python, where, test_deps
+        # Test tools pip must not build from source here (a long build with a wheel on PyPI).
+        self.binary_only = list(binary_only)
         recipe = f"cb3-{recipe_name}-chroot v1 suite={suite} packages={packages}"
         if options:
             recipe += " options=" + " ".join(options)
@@ -169,10 +172,12 @@ class Profile:
         say(f"[{self.name}] creating the venv {venv}: {deps}")
         shutil.rmtree(self.root / venv.lstrip("/"), ignore_errors=True)
         self.chroot.run([self.python, "-m", "venv", venv])
-        # --only-binary cryptography: no long source build of it; blake3 where PyPI
-        # has no wheel for the interpreter (PyPy) builds with the host's cargo.
-        self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", "--only-binary", "cryptography",
-                         *self.test_deps, *extra], rust=True)
+        # --only-binary (cryptography): no long source build where PyPI has a wheel; a tool
+        # with no wheel for the interpreter (blake3 on PyPy; all compiled ones on PyPy 8.0)
+        # builds with the host's cargo and the chroot's compilers, once: pip caches the wheel.
+        only = ["--only-binary", ",".join(self.binary_only)] if self.binary_only else []
+        self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", *only, *self.test_deps, *extra],
+                        rust=True)
         # A wheel that installs but does not load would only show up as skipped tests.
         self.chroot.run([f"{venv}/bin/python", "-c", "import pytest, hypothesis.strategies, blake3, numpy, "
                          "psutil, Crypto\nfrom cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305"])
@@ -195,13 +200,20 @@ def profile(name: str) -> Profile:
     if name == "cpython3.15":
         # sid: the only Debian suite with CPython 3.15. binutils-aarch64-linux-gnu: the
         # aarch64 cp315 wheel is built here too (wheels.py); git: hpy 0.9.0's setup.py runs
-        # it (hpy-debug-3.15 builds hpy.universal here); pypy3: sid's PyPy 8.0, which
-        # setup.py must refuse (the unsupported-pypy-8.0 step).
+        # it (hpy-debug-3.15 builds hpy.universal here).
         return Profile("cpython3.15", Path("/var/cache/cb3-sid"), "sid", "python3.15", "cpython3.15",
-                       f"python3.15,python3.15-dev,python3.15-venv,binutils-aarch64-linux-gnu,git,pypy3,"
-                       f"{COMMON_PACKAGES}",
+                       f"python3.15,python3.15-dev,python3.15-venv,binutils-aarch64-linux-gnu,git,{COMMON_PACKAGES}",
                        "Debian sid chroot", test_pins("3.15"), options=[NO_VALID_UNTIL])
-    raise ValueError(f"unknown chroot profile {name} (pypy3.11, cpython3.14 or cpython3.15)")
+    if name == "pypy8.0":
+        # sid's PyPy 8.0 (cb3 builds for it with HPy's cpython ABI over cpyext). PyPI has
+        # no pp80 wheels of numpy, cryptography, blake3 or psutil: they build here from
+        # their sdists (libssl-dev for cryptography), once per chroot (pip's wheel cache).
+        # PyPy 7.3's pins are lowered for its PyO3 wheels; these are built for 8.0 itself.
+        return Profile("pypy8.0", Path("/var/cache/cb3-pypy8"), "sid", "pypy3", "pypy8",
+                       f"pypy3,pypy3-dev,pypy3-venv,libssl-dev,{COMMON_PACKAGES}", "Debian sid chroot",
+                       [p for p in test_pins("3.11") if not p.startswith(("mypy", "setuptools", "wheel"))],
+                       options=[NO_VALID_UNTIL], binary_only=())
+    raise ValueError(f"unknown chroot profile {name} (pypy3.11, pypy8.0, cpython3.14 or cpython3.15)")
 
 
 def test_binds(p: Profile) -> list[tuple[Path | str, str]]:

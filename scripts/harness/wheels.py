@@ -1,5 +1,5 @@
 """cb3's sdist and manylinux_2_17 wheels (x86_64, aarch64; CPython 3.11-3.15,
-PyPy 3.11 x86_64), built without Docker (docs/wheels.md: zig cc against
+PyPy 7.3 and 8.0 x86_64), built without Docker (docs/wheels.md: zig cc against
 glibc 2.17 stubs, auditwheel), and each tested in a fresh environment without
 Rust: x86_64 the suite less scripts/source-only-tests.txt, aarch64 under
 qemu-user and the x86 SIMD paths under qemu-x86_64 -cpu the emulated subset."""
@@ -25,10 +25,13 @@ GLIBC = "2.17"  # manylinux2014: Rust's own floor for *-linux-gnu
 OUT = WORK / "wheels"
 CACHE = Path("/var/cache/cb3-wheels") if os.geteuid() == 0 else Path.home() / ".cache/cb3-wheels"
 TOOLS_VENV = TOOLS / "wheel-tools"
-PYTHONS = ["3.11", "3.12", "3.13", "3.14", "3.15", "pypy3.11"]
+# pypy3.11: PyPy 7.3 (Python 3.11, hybrid ABI); pypy8.0: PyPy 8.0 (Python 3.11, cpython ABI).
+PYTHONS = ["3.11", "3.12", "3.13", "3.14", "3.15", "pypy3.11", "pypy8.0"]
 # Built (and the x86_64 wheel tested) in a Debian chroot, not with a host interpreter:
 # 3.14 in forky (below), 3.15 and PyPy in their source-build profiles (chroot.py).
-IN_CHROOT = {"3.14": None, "3.15": "cpython3.15", "pypy3.11": "pypy3.11"}
+IN_CHROOT = {"3.14": None, "3.15": "cpython3.15", "pypy3.11": "pypy3.11", "pypy8.0": "pypy8.0"}
+# The PyPy release of each PyPy version above (its ABI tag, pp73 or pp80).
+PYPY_RELEASE = {"pypy3.11": "73", "pypy8.0": "80"}
 ARCHES = ["x86_64", "aarch64"]
 PY314_SUITE = "forky"
 PY314_PACKAGES = ("python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc,g++,libc6-dev,b3sum,pkgconf,"
@@ -47,11 +50,13 @@ FULL_MODE = "full suite less the Rust-toolchain and memory-scan tests"
 
 
 def tag_of(version: str) -> str:
-    return "pp311-pypy311_pp73" if version == "pypy3.11" else f"cp{version.replace('.', '')}-cp{version.replace('.', '')}"
+    if version in PYPY_RELEASE:
+        return f"pp311-pypy311_pp{PYPY_RELEASE[version]}"
+    return f"cp{version.replace('.', '')}-cp{version.replace('.', '')}"
 
 
 def label_of(version: str) -> str:
-    return f"PyPy {version[4:]}" if version.startswith("pypy") else f"CPython {version}"
+    return f"PyPy {PYPY_RELEASE[version][0]}.{PYPY_RELEASE[version][1]}" if version in PYPY_RELEASE else f"CPython {version}"
 
 
 def forky_chroot() -> chroots.Chroot:
@@ -159,6 +164,7 @@ def prepare(arm64: bool = True, pypy: bool = True) -> None:
             arm64_chroot(version, suite).ensure()
     if pypy:
         chroots.profile("pypy3.11").prepare()
+        chroots.profile("pypy8.0").prepare()
 
 
 # ---- build ----------------------------------------------------------------------------
@@ -167,7 +173,7 @@ def cross_env(version: str, arch: str, zig: Path | str, prefix: Path | str = CAC
     env = {"CC": f"{prefix}/bin/zig-cc", "LDSHARED": f"{prefix}/bin/zig-cc -shared", "CB3_ZIG": str(zig),
            "CB3_ZIG_TARGET": f"{arch}-linux-gnu.{GLIBC}", "ZIG_GLOBAL_CACHE_DIR": f"{prefix}/zig-cache"}
     if arch != "x86_64":
-        suffix = (f".pypy{version[4:].replace('.', '')}-pp73-{arch}-linux-gnu.so" if version.startswith("pypy")
+        suffix = (f".pypy311-pp{PYPY_RELEASE[version]}-{arch}-linux-gnu.so" if version in PYPY_RELEASE
                   else f".cpython-{version.replace('.', '')}-{arch}-linux-gnu.so")
         env.update(_PYTHON_HOST_PLATFORM=f"linux-{arch}", SETUPTOOLS_EXT_SUFFIX=suffix,
                    PATH=f"{prefix}/bin-{arch}:{NO_RUST_PATH}")
@@ -220,8 +226,8 @@ def build(pythons: list[str], root: bool) -> bool:
         for arch in ARCHES:
             if version in IN_CHROOT and not root:
                 say(f"skipped: {label_of(version)} wheels need root (a Debian chroot)")
-            elif version == "pypy3.11" and arch != "x86_64":
-                say(f"skipped: PyPy 3.11 {arch} (x86_64 only: docs/wheels.md, \"Not covered\")")
+            elif version in PYPY_RELEASE and arch != "x86_64":
+                say(f"skipped: {label_of(version)} {arch} (x86_64 only: docs/wheels.md, \"Not covered\")")
             elif version not in IN_CHROOT and not find_python(version):
                 say(f"skipped: python{version} is not installed")
             else:
@@ -420,8 +426,8 @@ def ensure_wheelhouse(p: chroots.Profile) -> list[str]:
     partial = p.root / (WHEELHOUSE.lstrip("/") + ".partial")
     shutil.rmtree(stamp.parent, ignore_errors=True)
     shutil.rmtree(partial, ignore_errors=True)
-    p.chroot.run(["/opt/cb3-venv/bin/pip", "wheel", "-q", "--only-binary", "cryptography", "-w",
-                  WHEELHOUSE + ".partial", *deps], rust=True)
+    only = ["--only-binary", ",".join(p.binary_only)] if p.binary_only else []
+    p.chroot.run(["/opt/cb3-venv/bin/pip", "wheel", "-q", *only, "-w", WHEELHOUSE + ".partial", *deps], rust=True)
     (partial / ".deps").write_text(" ".join(deps) + "\n")
     partial.rename(stamp.parent)
     return deps

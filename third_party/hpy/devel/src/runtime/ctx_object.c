@@ -12,7 +12,14 @@ ctx_Dump(HPyContext *ctx, HPy h)
 {
     // just use _PyObject_Dump for now, but we might want to add more info
     // about the handle itself in the future.
+#ifdef PYPY_VERSION
+    /* cb3 patch (third_party/hpy/PATCHES.md): PyPy's cpyext has no
+       _PyObject_Dump. */
+    PyObject_Print(_h2py(h), stderr, 0);
+    fputc('\n', stderr);
+#else
     _PyObject_Dump(_h2py(h));
+#endif
 }
 
 /* NOTE: In contrast to CPython, HPy has to check that 'h_type' is a type. This

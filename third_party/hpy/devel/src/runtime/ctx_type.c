@@ -1100,7 +1100,22 @@ _HPy_HIDDEN struct _typeobject *get_metatype(HPyType_SpecParam *params) {
 
 #define HAVE_FROM_METACLASS (PY_VERSION_HEX >= 0x030C0000)
 
-#if !HAVE_FROM_METACLASS
+#if defined(PYPY_VERSION)
+/* cb3 patch (third_party/hpy/PATCHES.md): PyPy's cpyext has no
+   PyType_FromMetaclass, and its PyHeapTypeObject is not CPython's, so the
+   copy below cannot be done there: an HPy type with a metaclass is refused. */
+static PyObject*
+_PyType_FromMetaclass(PyType_Spec *spec, PyObject *bases,
+        struct _typeobject *meta)
+{
+    if (meta != NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                "HPy types with a metaclass are not supported on PyPy's cpyext");
+        return NULL;
+    }
+    return PyType_FromSpecWithBases(spec, bases);
+}
+#elif !HAVE_FROM_METACLASS
 
 static inline Py_ssize_t count_members(PyType_Spec *spec, Py_ssize_t *vectorcalloffset) {
     Py_ssize_t nmembers = 0;
@@ -1381,8 +1396,10 @@ ctx_Type_FromSpec(HPyContext *ctx, HPyType_Spec *hpyspec,
         return HPy_NULL;
     }
 
-#if PY_VERSION_HEX >= 0x030B0000
-    /* Since Python 3.11, the name will be copied into a fresh buffer such that
+#if PY_VERSION_HEX >= 0x030B0000 && !defined(PYPY_VERSION)
+    /* (cb3 patch, third_party/hpy/PATCHES.md: PyPy has no _ht_tpname, and its
+       cpyext keeps the spec's name, extra->name, as tp_name.)
+       Since Python 3.11, the name will be copied into a fresh buffer such that
        the type objects owns this buffer. Hence we need to patch the pointer
        again. The nice thing is that Python will then free out HPyType_Extra
        for us. The internal field '_ht_tpname' is only used for freeing. So, we
