@@ -120,16 +120,17 @@ from setuptools.dist import Distribution  # noqa: E402
 # stub below (before the binary is loaded) and the module's exec slot
 # (cext/module.c) both compare these with the running interpreter and raise
 # ImportError on a mismatch (cb3/_loading/guard.py).
-def load_guard():
-    """cb3/_loading/guard.py, by path (standard library only): the build and the
-    import compute the interpreter's tag with the same function."""
-    spec = importlib.util.spec_from_file_location("_cb3_build_guard", os.path.join(HERE, "cb3", "_loading", "guard.py"))
+def load_by_path(name, *path):
+    """A module of the cb3 package (standard library only), loaded by path:
+    importing the cb3 package needs the extension that is being built."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "cb3", *path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-BUILD_INTERPRETER = load_guard().interpreter_tag()
+# The build and the import compute the interpreter's tag with the same function.
+BUILD_INTERPRETER = load_by_path("_cb3_build_guard", "_loading", "guard.py").interpreter_tag()
 
 
 default_abi = default_hpy_abi()
@@ -285,12 +286,8 @@ CAPI_FILES = ("include/cb3.h", "lib/libcb3.a", "lib/pkgconfig/cb3.pc")
 
 
 def load_capi():
-    """cb3/capi.py, loaded by path: importing the cb3 package needs the
-    extension that is being built."""
-    spec = importlib.util.spec_from_file_location("_cb3_capi", os.path.join(HERE, "cb3", "capi.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """cb3/capi.py."""
+    return load_by_path("_cb3_capi", "capi.py")
 
 
 def copy_capi_file(source, target, strip_debug):

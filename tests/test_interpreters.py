@@ -63,6 +63,13 @@ print(h.hexdigest()[:16], stream.message_index)
     assert result.stdout.split()[1] == "3000"
 
 
+def setup_supported_pypy() -> dict[tuple[int, int], tuple[tuple[int, int], str]]:
+    """setup.py's SUPPORTED_PYPY literal."""
+    pypys = re.search(r"^SUPPORTED_PYPY = (\{.*\})$", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
+    assert pypys is not None
+    return ast.literal_eval(pypys[1])  # type: ignore[no-any-return]
+
+
 def test_declared_support_matches_this_interpreter_and_each_other():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", project["requires-python"]).groups()
@@ -71,8 +78,7 @@ def test_declared_support_matches_this_interpreter_and_each_other():
         c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
     )
     assert versions == sorted(f"3.{m}" for m in minors)
-    pypys = re.search(r"^SUPPORTED_PYPY = (\{.*\})$", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
-    supported_pypy = ast.literal_eval(pypys[1])
+    supported_pypy = setup_supported_pypy()
     assert supported_pypy and all(f"{v[0]}.{v[1]}" in versions for v, _ in supported_pypy.values())
     assert {abi for _, abi in supported_pypy.values()} <= {"hybrid", "cpython"}
     if platform.python_implementation() == "PyPy":
@@ -104,8 +110,7 @@ def refusal(patch: str) -> str:
 
 
 def supported_pypy_list() -> list[str]:
-    pypys = re.search(r"^SUPPORTED_PYPY = (\{.*\})$", (ROOT / "setup.py").read_text(encoding="utf-8"), re.MULTILINE)
-    return [f"PyPy {p[0]}.{p[1]} (Python {v[0]}.{v[1]})" for p, (v, _) in ast.literal_eval(pypys[1]).items()]
+    return [f"PyPy {p[0]}.{p[1]} (Python {v[0]}.{v[1]})" for p, (v, _) in setup_supported_pypy().items()]
 
 
 def test_setup_refuses_a_pypy_release_no_test_covers():

@@ -138,8 +138,9 @@ class Profile:
                  where: str, test_deps: list[str], options: Sequence[str] = (),
                  binary_only: Sequence[str] = ("cryptography",)) -> None:
         self.name, self.cache, self.python, self.where, self.test_deps = name, cache, python, where, test_deps
-        # Test tools pip must not build from source here (a long build with a wheel on PyPI).
-        self.binary_only = list(binary_only)
+        # Test tools pip must not build from source here (a long build with a wheel on PyPI),
+        # as pip arguments (the venv below and wheels.py's wheelhouse).
+        self.pip_binary_only = ["--only-binary", ",".join(binary_only)] if binary_only else []
         recipe = f"cb3-{recipe_name}-chroot v1 suite={suite} packages={packages}"
         if options:
             recipe += " options=" + " ".join(options)
@@ -175,9 +176,8 @@ class Profile:
         # --only-binary (cryptography): no long source build where PyPI has a wheel; a tool
         # with no wheel for the interpreter (blake3 on PyPy; all compiled ones on PyPy 8.0)
         # builds with the host's cargo and the chroot's compilers, once: pip caches the wheel.
-        only = ["--only-binary", ",".join(self.binary_only)] if self.binary_only else []
-        self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", *only, *self.test_deps, *extra],
-                        rust=True)
+        self.chroot.run([f"{venv}/bin/python", "-m", "pip", "install", "-q", *self.pip_binary_only, *self.test_deps,
+                         *extra], rust=True)
         # A wheel that installs but does not load would only show up as skipped tests.
         self.chroot.run([f"{venv}/bin/python", "-c", "import pytest, hypothesis.strategies, blake3, numpy, "
                          "psutil, Crypto\nfrom cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305"])

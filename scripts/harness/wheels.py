@@ -426,8 +426,8 @@ def ensure_wheelhouse(p: chroots.Profile) -> list[str]:
     partial = p.root / (WHEELHOUSE.lstrip("/") + ".partial")
     shutil.rmtree(stamp.parent, ignore_errors=True)
     shutil.rmtree(partial, ignore_errors=True)
-    only = ["--only-binary", ",".join(p.binary_only)] if p.binary_only else []
-    p.chroot.run(["/opt/cb3-venv/bin/pip", "wheel", "-q", *only, "-w", WHEELHOUSE + ".partial", *deps], rust=True)
+    p.chroot.run(["/opt/cb3-venv/bin/pip", "wheel", "-q", *p.pip_binary_only, "-w", WHEELHOUSE + ".partial", *deps],
+                 rust=True)
     (partial / ".deps").write_text(" ".join(deps) + "\n")
     partial.rename(stamp.parent)
     return deps
