@@ -1,5 +1,4 @@
 /* cb3.ChaCha20Blake3: the AEAD class, a thin shell over cb3_aead_* (rustlib/src/ffi/aead.rs). */
-#include <string.h>
 
 #include "cb3ext.h"
 
@@ -106,11 +105,13 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
         return HPy_NULL;
     for (int i = 0; spec->names[i] != NULL; i++) {
         const char *name = spec->names[i];
-        const cb3_buffer **slot = strcmp(name, "nonce") == 0   ? &a.nonce
-                                  : strcmp(name, "data") == 0  ? &a.data
-                                  : strcmp(name, "tag") == 0   ? &a.tag
-                                  : strcmp(name, "buf") == 0   ? &a.buf
-                                                               : &a.aad;
+        /* The names' first letters differ (nonce, data, tag, buf,
+         * associated_data): one compare each, not a strcmp chain per call. */
+        const cb3_buffer **slot = name[0] == 'n'   ? &a.nonce
+                                  : name[0] == 'd' ? &a.data
+                                  : name[0] == 't' ? &a.tag
+                                  : name[0] == 'b' ? &a.buf
+                                                   : &a.aad;
         int flags = slot == &a.buf ? CB3_WRITE : slot == &a.aad ? CB3_READ | CB3_OPTIONAL : CB3_READ;
         if ((*slot = cb3_call_borrow(ctx, &frame, i, name, flags)) == NULL)
             goto done;

@@ -247,7 +247,7 @@ COVERED_BY_TEST_CHUNKED = {
 def int_p(name: str, low: int, high: int) -> Param:
     """A bench_reference parameter in range(low, high): Rust checks the
     three ranges, with one message for them."""
-    rule = (r"^bench_reference\(\) takes mode in range\(0, 3\), message_len in range\(0, 2\*\*30 \+ 1\) "
+    rule = (r"^bench_reference\(\) takes mode in range\(0, 4\), message_len in range\(0, 2\*\*30 \+ 1\) "
             r"and iterations of at least 1$")
 
     def message(value: int) -> str:

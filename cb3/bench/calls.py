@@ -96,6 +96,7 @@ def _cases() -> list[Case]:
         Case("cb3 encrypt max_threads=AUTO", cb3_threaded),
         Case("raw crate encrypt", crate(0)),
         Case("raw crate encrypt_in_place", crate(1)),
+        Case("cb3 Rust core encrypt", crate(3)),
     ]
     def keyed_hash(size: int) -> Timer:
         data = os.urandom(size)

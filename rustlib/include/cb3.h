@@ -326,6 +326,12 @@ typedef enum cb3_bench_mode {
    * `ChaCha20Blake3::decrypt`: verifies and returns a new plaintext.
    */
   CB3_BENCH_MODE_DECRYPT = 2,
+  /**
+   * cb3's own engine (`aead::seal`, the Rust core under
+   * `cb3_aead_encrypt`) into a preallocated buffer: cb3's time without
+   * the Python call, beside the crate's.
+   */
+  CB3_BENCH_MODE_SEAL = 3,
 } cb3_bench_mode;
 
 /**

@@ -18,6 +18,7 @@
 //! in one call. Decryption always finishes the MAC over the ciphertext and
 //! compares the tag (constant time) before it writes a single byte.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,6 +101,17 @@ pub(crate) const DIRECT_MAX: usize = crate::blake3_compressions::MAX_INPUT;
 /// on the stack (no thread-local buffer): one BLAKE3 chunk.
 const STACK_STAGE: usize = crate::blake3_compressions::CHUNK_LEN;
 
+/// Short messages (`short`) stage in a frame of this size instead.
+const SHORT_STAGE: usize = 512;
+
+/// Whether a direct-path message is short: at most
+/// `chacha20_blocks::MAX_BLOCKS` blocks (no crate ChaCha frames) and staged
+/// in `SHORT_STAGE` bytes, so its calls write less stack and `scrub_direct`
+/// zeroes less (its share of a 64-byte message's time was 6%).
+fn short(aad_len: usize, len: usize) -> bool {
+    len <= crate::chacha20_blocks::MAX_BLOCKS * 64 && aad_len.saturating_add(len) <= SHORT_STAGE - 16
+}
+
 /// The per-message secrets (of both paths; the direct path also keeps its
 /// MAC state and last keystream here), in one place so that one drop wipes
 /// them all.
@@ -114,9 +126,11 @@ struct Secrets {
     auth: [u32; 8],
     /// The MAC's chaining value (one-chunk MAC inputs).
     cv: [u32; 8],
-    /// Keystream for the message's last partial kilobyte.
-    keystream: [chacha20::cipher::Block<ChaCha20LegacyCore>; 16],
-    /// Blocks of `keystream` written.
+    /// Keystream for the message's last partial kilobyte (more than
+    /// `chacha20_blocks::MAX_BLOCKS` blocks), left uninitialized until then:
+    /// zeroing its 1 KiB cost every short message ~5% of its time.
+    keystream: MaybeUninit<[chacha20::cipher::Block<ChaCha20LegacyCore>; 16]>,
+    /// Blocks of `keystream` written (the first `blocks` are initialized).
     blocks: usize,
 }
 
@@ -127,7 +141,7 @@ impl Drop for Secrets {
         crate::wipe::wipe(&mut self.key);
         crate::wipe::wipe(&mut self.auth);
         crate::wipe::wipe(&mut self.cv);
-        for block in &mut self.keystream[..self.blocks] {
+        for block in self.keystream_blocks(self.blocks) {
             crate::wipe::wipe_bytes(block);
         }
     }
@@ -135,7 +149,21 @@ impl Drop for Secrets {
 
 impl Secrets {
     fn new() -> Self {
-        Secrets { kdf: [0; 128], key: [0; 8], auth: [0; 8], cv: [0; 8], keystream: Default::default(), blocks: 0 }
+        Secrets { kdf: [0; 128], key: [0; 8], auth: [0; 8], cv: [0; 8], keystream: MaybeUninit::uninit(), blocks: 0 }
+    }
+
+    /// The first `count` blocks of `keystream`, zeroed first if they were
+    /// not written yet (`blocks` grows to `count`).
+    fn keystream_blocks(&mut self, count: usize) -> &mut [chacha20::cipher::Block<ChaCha20LegacyCore>] {
+        let count = count.min(16);
+        let first = self.keystream.as_mut_ptr() as *mut chacha20::cipher::Block<ChaCha20LegacyCore>;
+        if count > self.blocks {
+            // SAFETY: blocks `blocks..count` lie inside `keystream`; zero is a valid byte array.
+            unsafe { ptr::write_bytes(first.add(self.blocks), 0, count - self.blocks) };
+            self.blocks = count;
+        }
+        // SAFETY: the first `count` blocks are initialized (written or zeroed above).
+        unsafe { std::slice::from_raw_parts_mut(first, count) }
     }
 
     /// New secrets for a long message. Not inlined, so that the frames of
@@ -185,8 +213,32 @@ impl Secrets {
         tag
     }
 
-    /// `out = input XOR keystream` (in place when `input` is None).
+    /// `out = input XOR keystream` (in place when `input` is None): up to
+    /// `chacha20_blocks::MAX_BLOCKS` blocks by cb3's own block function,
+    /// longer messages through the crate's backends (`xor_long`).
     fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8]) {
+        if out.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
+            self.xor_blocks(0, input, out);
+        } else {
+            self.xor_long(input, out);
+        }
+    }
+
+    /// `out = input XOR keystream` from block `counter` on, at most
+    /// `chacha20_blocks::MAX_BLOCKS` blocks.
+    fn xor_blocks(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8]) {
+        let enc_key: &[u8; 32] = self.kdf[..32].try_into().expect("32 bytes");
+        let enc_nonce: &[u8; 8] = self.kdf[64..72].try_into().expect("8 bytes");
+        crate::chacha20_blocks::xor(enc_key, enc_nonce, counter, input, out);
+    }
+
+    /// `xor` for messages of more than `chacha20_blocks::MAX_BLOCKS` blocks:
+    /// whole kilobytes through the crate's 16-wide backend, the rest by
+    /// `xor_blocks` or four or more blocks of the crate's. Not inlined: the
+    /// crate's frames stay out of the stack of short messages (scrubbed less
+    /// deeply, `scrub_direct`).
+    #[inline(never)]
+    fn xor_long(&mut self, input: Option<&[u8]>, out: &mut [u8]) {
         let mut core = self.cipher();
         let whole = out.len() / 1024 * 1024;
         let (head, tail) = out.split_at_mut(whole);
@@ -199,12 +251,14 @@ impl Secrets {
             None => InOutBuf::from(head),
         };
         core.apply_keystream_blocks_inout(blocks.into_chunks::<U64>().0);
-        if !tail.is_empty() {
+        if tail.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
+            self.xor_blocks((whole / 64) as u64, tail_in, tail);
+        } else {
             // At least four blocks: one costs the AVX-512 backend 3x four.
             let count = tail.len().div_ceil(64).max(4);
-            self.blocks = count;
-            core.write_keystream_blocks(&mut self.keystream[..count]);
-            xor_keystream(tail, tail_in, Array::slice_as_flattened(&self.keystream[..count]));
+            let keystream = self.keystream_blocks(count);
+            core.write_keystream_blocks(keystream);
+            xor_keystream(tail, tail_in, Array::slice_as_flattened(keystream));
         }
     }
 }
@@ -242,13 +296,23 @@ unsafe fn stage(stage: *mut u8, aad: &[u8], data: *const u8, data_len: usize) ->
 }
 
 /// Runs `work` on a private staging buffer of `len` bytes: on the stack up
-/// to `STACK_STAGE`, else this thread's piece buffer.
+/// to `SHORT_STAGE` or `STACK_STAGE`, else this thread's piece buffer.
 fn with_stage<R>(len: usize, work: impl FnOnce(*mut u8) -> Cb3Result<R>) -> Cb3Result<R> {
+    if len <= SHORT_STAGE {
+        return on_stack::<SHORT_STAGE, _>(work);
+    }
     if len <= STACK_STAGE {
-        let mut buf = std::mem::MaybeUninit::<[u8; STACK_STAGE]>::uninit();
-        return work(buf.as_mut_ptr() as *mut u8);
+        return on_stack::<STACK_STAGE, _>(work);
     }
     with_scratch(len, |scratch| work(scratch.as_mut_ptr()))
+}
+
+/// Runs `work` on `N` uninitialized bytes of stack. Not inlined: each size
+/// gets a frame of its own, so short messages' frames stay shallow.
+#[inline(never)]
+fn on_stack<const N: usize, R>(work: impl FnOnce(*mut u8) -> R) -> R {
+    let mut buf = MaybeUninit::<[u8; N]>::uninit();
+    work(buf.as_mut_ptr() as *mut u8)
 }
 
 /// Runs `work` on this thread's piece buffer, at least `len` (and `piece_len()`)
@@ -343,22 +407,36 @@ fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// Zeroes the stack below `seal`/`open`'s frame that the direct path's
 /// frames and their callees (blake3's assembly, the ChaCha backend) used:
 /// deeper for messages with more than one chunk of MAC input (the chaining
-/// values of `mac_tree`, the thread-local staging).
-fn scrub_direct(mac_input: usize) {
-    match (mac_input <= crate::blake3_compressions::CHUNK_LEN, crate::info::avx512()) {
-        (true, _) => crate::wipe::scrub_stack(),
-        (false, false) => crate::wipe::scrub_stack_direct_wide(),
-        (false, true) => crate::wipe::scrub_stack_wide(),
+/// values of `mac_tree`, the thread-local staging), shallower for short
+/// messages (`short`) with AVX-512.
+fn scrub_direct(aad_len: usize, len: usize) {
+    match (crate::info::avx512(), scrub_class(aad_len, len)) {
+        (true, 0) => crate::wipe::scrub_stack_bytes::<{ crate::wipe::AVX512_SCRUB_BYTES[0] }>(),
+        (true, 1) => crate::wipe::scrub_stack_bytes::<{ crate::wipe::AVX512_SCRUB_BYTES[1] }>(),
+        (true, _) => crate::wipe::scrub_stack_bytes::<{ crate::wipe::AVX512_SCRUB_BYTES[2] }>(),
+        (false, 2) => crate::wipe::scrub_stack_direct_wide(),
+        (false, _) => crate::wipe::scrub_stack(),
     }
 }
 
-/// How many bytes below the caller `scrub_direct(mac_input)` zeroes.
+/// 0: a short message, 1: one chunk of MAC input, 2: more.
+fn scrub_class(aad_len: usize, len: usize) -> usize {
+    if short(aad_len, len) {
+        0
+    } else if aad_len.saturating_add(len) <= crate::blake3_compressions::CHUNK_LEN - 16 {
+        1
+    } else {
+        2
+    }
+}
+
+/// How many bytes below the caller `scrub_direct(aad_len, len)` zeroes.
 #[cfg(test)]
-fn scrub_direct_depth(mac_input: usize) -> usize {
-    match (mac_input <= crate::blake3_compressions::CHUNK_LEN, crate::info::avx512()) {
-        (true, _) => crate::wipe::SCRUB_BYTES,
-        (false, false) => crate::wipe::DIRECT_WIDE_SCRUB_BYTES,
-        (false, true) => crate::wipe::WIDE_SCRUB_BYTES,
+fn scrub_direct_depth(aad_len: usize, len: usize) -> usize {
+    match (crate::info::avx512(), scrub_class(aad_len, len)) {
+        (true, class) => crate::wipe::AVX512_SCRUB_BYTES[class],
+        (false, 2) => crate::wipe::DIRECT_WIDE_SCRUB_BYTES,
+        (false, _) => crate::wipe::SCRUB_BYTES,
     }
 }
 
@@ -625,7 +703,7 @@ pub fn seal(
     if aad.len().saturating_add(out.len()) <= DIRECT_MAX - 16 {
         let mut secrets = Secrets::new();
         let tag = seal_direct(&mut secrets, key, nonce, aad, source, out);
-        scrub_direct(aad.len() + out.len() + 16);
+        scrub_direct(aad.len(), out.len());
         return tag;
     }
     let keys = Secrets::derived(key, nonce);
@@ -675,7 +753,7 @@ pub fn open(
     if aad.len().saturating_add(out.len()) <= DIRECT_MAX - 16 {
         let mut secrets = Secrets::new();
         let result = open_direct(&mut secrets, key, nonce, aad, &tag, source, out);
-        scrub_direct(aad.len() + out.len() + 16);
+        scrub_direct(aad.len(), out.len());
         return result;
     }
     let keys = Secrets::derived(key, nonce);
@@ -786,12 +864,11 @@ mod tests {
         let nonce = [0x7Eu8; 24];
         let mut kdf = [0u8; 72];
         blake3::Hasher::new_keyed(&key).update(&nonce).finalize_xof().fill(&mut kdf);
-        let (mut written, mut secrets_at) = ([0; 2], 0);
-        let mut measure = |check: &str, mac_input: usize, run: &mut dyn FnMut()| {
+        let (mut written, mut secrets_at) = ([0; 3], 0);
+        let mut measure = |check: &str, (aad_len, len): (usize, usize), run: &mut dyn FnMut()| {
             let (stack, depth) = probe::after(run);
-            let one_chunk = mac_input <= crate::blake3_compressions::CHUNK_LEN;
-            assert!(depth <= scrub_direct_depth(mac_input), "{check}: {depth} bytes of stack written");
-            let at = &mut written[usize::from(!one_chunk)];
+            assert!(depth <= scrub_direct_depth(aad_len, len), "{check}: {depth} bytes of stack written");
+            let at = &mut written[scrub_class(aad_len, len)];
             *at = (*at).max(depth);
             secrets_at = secrets_at.max(probe::deepest_copy(&stack, &kdf));
         };
@@ -800,7 +877,7 @@ mod tests {
                 let (aad, data) = (bytes(5, aad_len), bytes(9, len));
                 let (mut sealed, mut inplace, mut opened, mut tag) = (vec![0u8; len], data.clone(), vec![0u8; len], [0u8; 32]);
                 let what = format!("{len} bytes, aad {aad_len}");
-                let mac_input = aad_len + len + 16;
+                let mac_input = (aad_len, len);
                 // In the caller's frame, as `seal`/`open` hold it (it wipes itself).
                 let mut secrets = Secrets::new();
                 measure(&format!("seal {what}"), mac_input, &mut || {
@@ -819,11 +896,11 @@ mod tests {
                 assert!(opened == data && inplace == sealed, "{what}");
             }
         }
-        let scrubs = [scrub_direct_depth(0), scrub_direct_depth(DIRECT_MAX)];
-        eprintln!("direct path, [one chunk, more]: {written:?} bytes of stack written, scrubbed {scrubs:?}; key copies down to {secrets_at}");
+        let scrubs = [scrub_direct_depth(0, 0), scrub_direct_depth(0, 1000), scrub_direct_depth(0, DIRECT_MAX - 16)];
+        eprintln!("direct path, [short, one chunk, more]: {written:?} bytes of stack written, scrubbed {scrubs:?}; key copies down to {secrets_at}");
         assert!(secrets_at > 0, "the probe must see the keys the calls leave");
         // And `seal`/`open`, which scrub after those calls, leave none.
-        for len in [0, 64, 1008, 5000] {
+        for len in [0, 64, 256, 1008, 4096, 5000] {
             let (data, mut out, mut tag) = (bytes(3, len), vec![0u8; len], [0u8; 32]);
             let (stack, _) = probe::after(|| tag = seal(&key, &nonce, b"", Source::Separate(&data), &mut out, None).unwrap());
             assert_eq!(probe::deepest_copy(&stack, &kdf), 0, "seal {len}: a key copy left");

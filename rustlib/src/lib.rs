@@ -20,6 +20,7 @@ mod aead;
 mod blake3_compressions;
 mod cache;
 mod chacha20;
+mod chacha20_blocks;
 mod chunked;
 mod hash;
 mod info;

@@ -21,9 +21,21 @@ pub(crate) const SCRUB_BYTES: usize = 16 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
 pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
 
+/// For the AEAD's direct path (`aead::scrub_direct`) with AVX-512, measured
+/// by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path` (which
+/// fails if a backend or compiler goes deeper; each is a quarter more than
+/// its measure): short messages (`aead::short`: at most four ChaCha blocks,
+/// staged in 512 bytes) write 1736 bytes of stack, other one-chunk ones
+/// 4064 and longer ones 5656. Without AVX-512 (not measured since cb3's own
+/// ChaCha blocks) and on aarch64 the direct path keeps `SCRUB_BYTES` and
+/// `DIRECT_WIDE_SCRUB_BYTES`.
+#[cfg(target_arch = "aarch64")]
+pub(crate) const AVX512_SCRUB_BYTES: [usize; 3] = [SCRUB_BYTES, SCRUB_BYTES, DIRECT_WIDE_SCRUB_BYTES];
+#[cfg(not(target_arch = "aarch64"))]
+pub(crate) const AVX512_SCRUB_BYTES: [usize; 3] = [2304, 5 * 1024, 7 * 1024];
+
 /// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
-/// chaining values and blake3's frames), and the AEAD's direct path on
-/// longer messages with AVX-512.
+/// chaining values and blake3's frames).
 #[cfg(target_arch = "aarch64")]
 pub(crate) const WIDE_SCRUB_BYTES: usize = 32 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
@@ -35,9 +47,7 @@ pub(crate) const WIDE_SCRUB_BYTES: usize = 12 * 1024;
 /// natively, SSE4.1 and SSE2 under `qemu-x86_64 -cpu`), measured by aead.rs's
 /// `the_scrub_reaches_every_frame_of_the_direct_path`, which fails if a
 /// backend or compiler goes deeper than this (a quarter more). One-chunk
-/// messages write up to 2.8 KiB and keep `SCRUB_BYTES` (3.5 KiB timed no
-/// faster than 4); the AVX-512 backends (not measured yet) keep
-/// `WIDE_SCRUB_BYTES`.
+/// messages keep `SCRUB_BYTES`; with AVX-512 see `AVX512_SCRUB_BYTES`.
 #[cfg(target_arch = "aarch64")]
 pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = WIDE_SCRUB_BYTES;
 #[cfg(not(target_arch = "aarch64"))]
@@ -59,6 +69,15 @@ fn zero_below<const N: usize>() {
 #[inline(never)]
 pub fn scrub_stack() {
     zero_below::<SCRUB_BYTES>();
+}
+
+/// `scrub_stack` of `N` bytes (the AEAD's direct path with AVX-512,
+/// `AVX512_SCRUB_BYTES`). One function per depth, each frame only its
+/// array: arms of one function could place their arrays apart, not each
+/// right below the caller's frame.
+#[inline(never)]
+pub fn scrub_stack_bytes<const N: usize>() {
+    zero_below::<N>();
 }
 
 /// `scrub_stack` for the AEAD's direct path on longer messages

@@ -105,7 +105,7 @@ static void test_bench_reference(void)
     uint64_t elapsed = 12345;
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 0, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
     /* Not a cb3_bench_mode, or a message too large to allocate: refused, not fatal. */
-    CHECK_RESULT(cb3_bench_reference(3, 64, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_bench_reference(4, 64, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, SIZE_MAX, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
     CHECK(elapsed == 12345);
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 3, NULL), CB3_RESULT_NULL_PARAMETER);
