@@ -15,7 +15,8 @@ HPyDef_SLOT(Cipher_new, HPy_tp_new)
 static HPy Cipher_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"ChaCha20Blake3", {"key", "max_threads", NULL}, 1, 1};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     size_t max_threads;
     static const cb3_int_param threads = {"max_threads", 0, "a positive int or cb3.AUTO (-1)"};
@@ -97,7 +98,8 @@ static cb3_result call(const cb3_aead *aead, method m, const call_args *a, cb3_o
 static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                method m)
 {
-    cb3_call frame = CB3_CALL_INIT;
+    cb3_call frame;
+    cb3_call_start(&frame);
     HPy result = HPy_NULL;
     cb3_output *out = &frame.out[0], *tag = &frame.out[1];
     call_args a = {.nonce = NULL};
@@ -150,8 +152,8 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     if (aead == NULL)
         goto done;
     size_t written = 0;
-    const cb3_error_context context = {.nonce = a.nonce->len, .tag = a.tag ? a.tag->len : 0};
-    CB3_CALL_RUN(ctx, &frame, n + a.aad->len, &context, call(aead, m, &a, out, tag, &written));
+    CB3_CALL_RUN(ctx, &frame, n + a.aad->len, (&(const cb3_error_context){.nonce = a.nonce->len, .tag = a.tag ? a.tag->len : 0}),
+                 call(aead, m, &a, out, tag, &written));
     if (frame.status < 0)
         goto done;
     switch (m) {

@@ -22,7 +22,8 @@ HPyDef_SLOT(ChaCha_new, HPy_tp_new)
 static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"ChaCha20", {"key", "nonce", "counter", "rounds", NULL}, 2, 2};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     const cb3_buffer *key, *nonce;
     if (cb3_call_parse_key_and_nonce(ctx, &call, &spec, args, nargs, kw, &key, &nonce) < 0)
@@ -64,7 +65,8 @@ typedef enum { UPDATE, UPDATE_INTO, XOR_IN_PLACE } apply_method;
 static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                  apply_method m)
 {
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     cb3_output *fresh = &call.out[0];
     if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)
@@ -231,7 +233,8 @@ HPyDef_METH(cb3_hchacha20_def, "hchacha20", HPyFunc_KEYWORDS,
 static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
     static const cb3_argspec spec = {"hchacha20", {"key", "nonce", NULL}, 2, 0};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     cb3_output *out = &call.out[0];
     if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0)

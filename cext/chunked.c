@@ -15,7 +15,8 @@ HPyDef_SLOT(Chunked_new, HPy_tp_new)
 static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"Chunked", {"key", "header", "associated_data", "max_threads", NULL}, 4, 4};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     uint64_t max_threads = 1;
     if (cb3_call_parse_new(ctx, &call, &spec, args, nargs, kw) < 0 ||
@@ -46,7 +47,8 @@ typedef cb3_result (*chunked_op)(const cb3_chunked *, uint64_t, uint32_t, const 
 static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                chunked_op op)
 {
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     uint64_t first = 0;
     if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0 ||
@@ -108,7 +110,8 @@ static HPy cb3_chunked_header_encode_def_impl(HPyContext *ctx, HPy self, const H
     static const cb3_argspec spec = {"chunked_header_encode", {"chunk_size", "nonce_prefix", NULL}, 2, 0};
 #define CHUNK_SIZE_RANGE "in 64..16777216"
     static const cb3_int_param chunk_size_param = {"chunk_size", 0, CHUNK_SIZE_RANGE};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     cb3_output *out = &call.out[0];
     uint64_t chunk_size = 0;
@@ -139,7 +142,8 @@ static HPy cb3_chunked_header_decode_def_impl(HPyContext *ctx, HPy self, const H
 {
     (void)self;
     static const cb3_argspec spec = {"chunked_header_decode", {"header", NULL}, 1, 0};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0)
         return HPy_NULL;

@@ -79,7 +79,8 @@ static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize
 {
     static const cb3_argspec spec = {
         "blake3", {"data", "key", "derive_key_context", "max_threads", "usedforsecurity", NULL}, 0, 1, 1};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy *arg = call.arg;
     HPy result = HPy_NULL;
     cb3_blake3 *hasher = NULL;
@@ -147,7 +148,8 @@ static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
 {
     if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
         return HPy_NULL;
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     call.arg[0] = data_obj;
     const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ);
     if (data == NULL)
@@ -388,7 +390,8 @@ static cb3_result one_shot_call(one_shot_mode mode, const cb3_buffer *key, const
 static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                     one_shot_mode mode)
 {
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     cb3_output *out = &call.out[0];
     if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)

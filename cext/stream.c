@@ -12,7 +12,8 @@ HPyDef_SLOT(Stream_new, HPy_tp_new)
 static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
 {
     static const cb3_argspec spec = {"Stream", {"key", "nonce", "message_index", NULL}, 2, 2};
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     const cb3_buffer *key, *nonce;
     if (cb3_call_parse_key_and_nonce(ctx, &call, &spec, args, nargs, kw, &key, &nonce) < 0)
@@ -46,7 +47,8 @@ static cb3_result stream_call(const cb3_stream *stream, int decrypt, const cb3_b
 static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
                int decrypt)
 {
-    cb3_call call = CB3_CALL_INIT;
+    cb3_call call;
+    cb3_call_start(&call);
     HPy result = HPy_NULL;
     cb3_output *out = &call.out[0];
     if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)

@@ -218,7 +218,7 @@ impl cb3_chunked {
             };
             let (body, tag_out) = sealed.split_at_mut(input.len());
             let tag = seal(&self.key.0, &nonce, &self.aad, Source::Separate(input), body, None)?;
-            tag_out.copy_from_slice(&tag);
+            tag_out.copy_from_slice(&tag[..]);
             Ok(())
         })?;
         Ok(total)
