@@ -14,10 +14,8 @@
  *   never memory unsafety (the memory stays allocated).
  * - PyPy has no export lock: through cpyext, PyObject_GetBuffer on a
  *   bytearray (or array, or a memoryview of one) returns a pointer into the
- *   object's storage (for an exact bytearray cb3 asks PyByteArray_AsString,
- *   which returns the same pointer without a view), but another thread may
- *   still resize the object, which moves the storage and frees the old
- *   block (measured on PyPy 7.3.19: lost
+ *   object's storage, but another thread may still resize the object, which
+ *   moves the storage and frees the old block (measured on PyPy 7.3.19: lost
  *   output, then a segfault). Such buffers are therefore not "pinned", and
  *   CB3_RUN keeps the GIL while any buffer of the call is unpinned: no other
  *   Python thread runs until the pointers are dropped. bytes (immutable, the
@@ -158,23 +156,6 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         cb3_raisef(ctx, ctx->h_TypeError, "%s must be a bytes-like object, not '%s'", name, type_name(py));
         goto done;
     }
-#if defined(PYPY_VERSION)
-    if (Py_TYPE(py) == &PyByteArray_Type) {
-        /* An exact bytearray: its storage and size directly (two cpyext
-         * calls; a view costs an export, a release and a 1,112-byte
-         * Py_buffer). The same memory a view would give, just as movable:
-         * unpinned. Subclasses take the view route (their exports may be
-         * overridden). */
-        char *data = PyByteArray_AsString(py);
-        if (data == NULL)
-            goto done;
-        out->ptr = (const uint8_t *)data;
-        out->len = (size_t)PyByteArray_Size(py);
-        out->pinned = 0;
-        status = 0;
-        goto done;
-    }
-#endif
     Py_buffer *view = new_view(ctx, out);
     if (view == NULL)
         goto done;

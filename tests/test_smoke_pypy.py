@@ -173,9 +173,10 @@ class LyingBytearray(bytearray):
 
 
 def test_bytearray_routes():
-    # PyPy reads an exact bytearray with PyByteArray_AsString/Size and every
-    # other buffer through a (heap-allocated) view; CPython reads all through
-    # views. Every route must give the bytes route's result.
+    # Buffers other than bytes are read through views (heap-allocated on
+    # PyPy): a shifted storage start, a subclass whose len() lies and a
+    # memoryview must all give the bytes route's result, and only the real
+    # size may be used.
     cipher = cb3.ChaCha20Blake3(KEY)
     data = bytes(range(200))
     sealed = cipher.encrypt(NONCE, data, b"ad")
