@@ -28,6 +28,7 @@
  *   On PyPy, Rust fills C memory that HPyBytes_FromStringAndSize copies
  *   (cb3ext.h, cb3_output).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,32 @@ static int is_exact_bytes(HPyContext *ctx, HPy obj)
     return exact;
 }
 
+/* The Py_buffer for `out`'s view: its own storage, or with CB3_VIEW_ON_HEAP
+ * (cb3ext.h) a block of its own, which free_view frees. NULL with
+ * MemoryError set. */
+static Py_buffer *new_view(HPyContext *ctx, cb3_buffer *out)
+{
+#if CB3_VIEW_ON_HEAP
+    (void)out;
+    Py_buffer *view = malloc(sizeof *view);
+    if (view == NULL)
+        HPyErr_NoMemory(ctx);
+    return view;
+#else
+    (void)ctx;
+    return &out->view_storage;
+#endif
+}
+
+static void free_view(Py_buffer *view)
+{
+#if CB3_VIEW_ON_HEAP
+    free(view);
+#else
+    (void)view;
+#endif
+}
+
 /* `out` borrows the inside of `bytes_obj`: zero copy. */
 static void borrow_bytes(HPyContext *ctx, HPy bytes_obj, cb3_buffer *out)
 {
@@ -84,8 +111,8 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
 {
     out->ptr = NULL;
     out->len = 0;
-    out->has_view = 0;
     out->pinned = 1;
+    out->view = NULL;
     out->copy = HPy_NULL;
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
@@ -129,14 +156,17 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         cb3_raisef(ctx, ctx->h_TypeError, "%s must be a bytes-like object, not '%s'", name, type_name(py));
         goto done;
     }
+    Py_buffer *view = new_view(ctx, out);
+    if (view == NULL)
+        goto done;
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(py, &out->view, flags) < 0) {
+    if (PyObject_GetBuffer(py, view, flags) < 0) {
         /* An exporter that refuses every request (a released memoryview, a
          * closed mmap) is not a layout problem: keep its own exception type
          * and message, and say which argument it was. */
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
-        if (PyObject_GetBuffer(py, &out->view, PyBUF_FULL_RO) < 0) {
+        if (PyObject_GetBuffer(py, view, PyBUF_FULL_RO) < 0) {
             PyErr_Clear();
             PyErr_NormalizeException(&type, &value, &traceback);
             if (type != NULL && value != NULL)
@@ -146,34 +176,39 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(traceback);
-            goto done;
+            goto free_view;
         }
-        PyBuffer_Release(&out->view);
+        PyBuffer_Release(view);
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(traceback);
-        if (writable && PyObject_GetBuffer(py, &out->view, PyBUF_SIMPLE) == 0) {
-            PyBuffer_Release(&out->view);
+        if (writable && PyObject_GetBuffer(py, view, PyBUF_SIMPLE) == 0) {
+            PyBuffer_Release(view);
             cb3_raisef(ctx, ctx->h_TypeError, "%s must be a writable buffer, not read-only '%s'", name,
                        type_name(py));
         } else {
             PyErr_Clear();
             cb3_raisef(ctx, ctx->h_BufferError, "%s must be a C-contiguous buffer", name);
         }
-        goto done;
+        goto free_view;
     }
-    const char *format = out->view.format;
-    if (out->view.itemsize != 1 || !is_byte_format(format)) {
-        PyBuffer_Release(&out->view);
+    if (view->itemsize != 1 || !is_byte_format(view->format)) {
+        /* The format string belongs to the view: copy it before the release. */
+        char format[100];
+        snprintf(format, sizeof format, "%s", view->format ? view->format : "?");
+        PyBuffer_Release(view);
         cb3_raisef(ctx, ctx->h_BufferError, "%s must be a buffer of bytes (item size 1), not format '%s'", name,
-                   format ? format : "?");
-        goto done;
+                   format);
+        goto free_view;
     }
-    out->ptr = (const uint8_t *)out->view.buf;
-    out->len = (size_t)out->view.len;
-    out->has_view = 1;
+    out->ptr = (const uint8_t *)view->buf;
+    out->len = (size_t)view->len;
+    out->view = view;
     out->pinned = CB3_VIEWS_PINNED;
     status = 0;
+    goto done;
+free_view:
+    free_view(view);
 done:
     Py_DECREF(py);
     return status;
@@ -185,9 +220,10 @@ void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
         HPy_Close(ctx, buf->copy);
         buf->copy = HPy_NULL;
     }
-    if (buf->has_view) {
-        PyBuffer_Release(&buf->view);
-        buf->has_view = 0;
+    if (buf->view != NULL) {
+        PyBuffer_Release(buf->view);
+        free_view(buf->view);
+        buf->view = NULL;
     }
 }
 
@@ -260,8 +296,8 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
     if (optional && HPy_IsNull(obj)) {
         buf->ptr = NULL;
         buf->len = 0;
-        buf->has_view = 0;
         buf->pinned = 1;
+        buf->view = NULL;
         buf->copy = HPy_NULL;
     } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
         return NULL;

@@ -11,6 +11,8 @@ routes with CPython's tools.
   memory and copied by HPyBytes_FromStringAndSize.
 - CB3_BYTES_VIA_HPY=0 (buffers.c; a measuring build): bytes arguments read
   through the buffer protocol like any other buffer.
+- CB3_VIEW_ON_HEAP=1 (cb3ext.h; PyPy's default): each buffer view malloc'ed
+  when an argument needs one, and freed on every path.
 
 The variant is built from this source tree (setup.py build, linking the
 installed package's libcb3.a: no cargo run) into a temporary directory, and
@@ -38,16 +40,18 @@ pytestmark = [
     ),
 ]
 
-VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY": 0}
+VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY": 0, "CB3_VIEW_ON_HEAP": 1}
 
 # What the switches change: every output (vectors, every API form, the smoke
-# set), every bytes input and its errors (the bad-input matrix), and the
-# objects' attribute, subclass, pickle and copy behaviour.
+# set), every bytes input and its errors (the bad-input matrix), every buffer
+# view and its error paths (the leak tests: a view not freed grows RSS), and
+# the objects' attribute, subclass, pickle and copy behaviour.
 TESTS = [
     "tests/test_smoke_pypy.py",
     "tests/test_vectors.py",
     "tests/test_bad_inputs.py",
     "tests/test_aead.py",
+    "tests/test_leaks.py",
     "tests/test_hash.py::test_not_subclassable_nor_picklable",
     "tests/test_stream.py::test_message_index_read_only",
     "tests/test_chacha.py::test_argument_errors",

@@ -165,6 +165,56 @@ def test_buffers_are_released_after_the_call():
     assert data == b""
 
 
+class LyingBytearray(bytearray):
+    """len() says more than the storage holds: only the real size may be used."""
+
+    def __len__(self) -> int:
+        return 1 << 20
+
+
+def test_bytearray_routes():
+    # Buffers other than bytes are read through views (heap-allocated on
+    # PyPy): a shifted storage start, a subclass whose len() lies and a
+    # memoryview must all give the bytes route's result, and only the real
+    # size may be used.
+    cipher = cb3.ChaCha20Blake3(KEY)
+    data = bytes(range(200))
+    sealed = cipher.encrypt(NONCE, data, b"ad")
+
+    def shifted(content: bytes) -> bytearray:
+        moved = bytearray(b"junk" + content)
+        del moved[:4]  # storage that starts past the object's first byte
+        return moved
+
+    for make in (bytearray, shifted, LyingBytearray, lambda content: memoryview(bytearray(content))):
+        assert cipher.encrypt(make(NONCE), make(data), make(b"ad")) == sealed, make
+        assert cipher.decrypt(make(NONCE), make(sealed), make(b"ad")) == data, make
+    assert cipher.encrypt(NONCE, bytearray(), bytearray()) == cipher.encrypt(NONCE, b"")
+    for target in (bytearray(len(sealed)), LyingBytearray(len(sealed))):
+        assert cipher.encrypt_into(NONCE, data, b"ad", target) == len(sealed)
+        assert bytes(target) == sealed
+    target = bytearray(b"junk" + bytes(len(sealed)))
+    del target[:4]
+    assert cipher.encrypt_into(NONCE, data, b"ad", target) == len(sealed)
+    assert bytes(target) == sealed
+    with pytest.raises(ValueError, match=f"buf must be exactly {len(sealed)} bytes .*, got {len(sealed) - 1}$"):
+        cipher.encrypt_into(NONCE, data, b"ad", LyingBytearray(len(sealed) - 1))
+    inplace = LyingBytearray(data)
+    tag = cipher.encrypt_in_place(NONCE, inplace, b"ad")
+    assert bytes(inplace) + tag == sealed
+
+
+@pytest.mark.parametrize("code", ["I", "h", "d"])
+def test_format_error_names_the_format(code):
+    # The message quotes the view's format string, which the view owns: it is
+    # copied before the view is released (and, on PyPy, freed).
+    cipher = cb3.ChaCha20Blake3(KEY)
+    with pytest.raises(BufferError, match=rf"^data must be a buffer of bytes \(item size 1\), not format '{code}'$"):
+        cipher.encrypt(NONCE, array.array(code, [1, 2]))
+    with pytest.raises(BufferError, match=rf"^buf must be a buffer of bytes \(item size 1\), not format '{code}'$"):
+        cipher.encrypt_into(NONCE, b"", None, array.array(code, [0] * 32))
+
+
 def test_threads_share_a_cipher():
     cipher = cb3.ChaCha20Blake3(KEY)
     data = bytes(100_000)
