@@ -100,6 +100,20 @@ static void free_view(Py_buffer *view)
 #endif
 }
 
+#if defined(PYPY_VERSION)
+/* bytes.__bytes__(obj) for a bytes subclass: an exact bytes copy of its
+ * content, made by the builtin itself (no method of the subclass runs). */
+static HPy exact_copy(HPyContext *ctx, HPy obj)
+{
+    HPy method = HPy_GetAttr_s(ctx, ctx->h_BytesType, "__bytes__");
+    if (HPy_IsNull(method))
+        return HPy_NULL;
+    HPy copy = HPy_Call(ctx, method, &obj, 1, HPy_NULL);
+    HPy_Close(ctx, method);
+    return copy;
+}
+#endif
+
 /* `out` borrows the inside of `bytes_obj`: zero copy. */
 static void borrow_bytes(HPyContext *ctx, HPy bytes_obj, cb3_buffer *out)
 {
@@ -126,11 +140,15 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
             /* A bytes subclass on PyPy: both HPyBytes_GET_SIZE and cpyext's
              * buffer export answer with len(), which the subclass may
              * override, so they could describe more bytes than exist.
-             * bytes(obj) gives its real content; read that copy instead.
+             * bytes.__bytes__(obj) copies its real content; read that copy
+             * instead. Not bytes(obj): that would run the subclass's own
+             * __bytes__, Python code that could resize a bytearray another
+             * argument of this call has already borrowed (on PyPy nothing
+             * stops a resize; the borrowed pointer would dangle).
              * (Measurement builds, CB3_BYTES_VIA_HPY=0, send exact bytes on
              * to the C API below.) */
             if (CB3_BYTES_VIA_HPY || !is_exact_bytes(ctx, obj)) {
-                out->copy = HPy_Bytes(ctx, obj);
+                out->copy = exact_copy(ctx, obj);
                 if (HPy_IsNull(out->copy))
                     return -1;
                 borrow_bytes(ctx, out->copy, out);

@@ -309,3 +309,28 @@ def test_bytes_calls_release_the_gil():
         spins += 1
     worker.join()
     assert spins > 10_000
+
+
+class ResizingBytes(bytes):
+    """A bytes subclass whose __bytes__ resizes another argument: reading it
+    must not run Python code of the subclass while a bytearray argument is
+    borrowed (on PyPy nothing stops that resize; the pointer would dangle)."""
+
+    victim = bytearray()
+    called = False
+
+    def __bytes__(self) -> bytes:
+        ResizingBytes.called = True
+        self.victim.extend(bytes(1 << 20))  # moves the victim's storage
+        return b"what __bytes__ says"
+
+
+def test_bytes_subclass_runs_no_python_code():
+    cipher = cb3.ChaCha20Blake3(KEY)
+    ResizingBytes.victim = nonce = bytearray(NONCE)
+    data = ResizingBytes(b"the real content")
+    assert cipher.encrypt(nonce, data) == cipher.encrypt(NONCE, b"the real content")
+    assert not ResizingBytes.called
+    assert bytes(nonce) == NONCE
+    assert cb3.keyed_hash(KEY, data) == cb3.keyed_hash(KEY, b"the real content")
+    assert not ResizingBytes.called
