@@ -17,7 +17,7 @@ ratio of two cases timed in the same rounds) and writes them into FILE's
 section for the CPU family of this machine, between
 `<!-- BEGIN generated: targets cpu=SLUG -->` and
 `<!-- END generated: targets cpu=SLUG -->` (SLUG: `calls.cpu_family()`,
-e.g. intel-xeon, amd-epyc): a heading with the family's name and a table
+e.g. intel-xeon-avx-512, amd-epyc-avx2): a heading with the family's name and a table
 stamped with the date, the CPU model, its cache sizes, the cores, the load
 before and after the run, the interpreter, cb3's version and SIMD backend.
 Only that section is rewritten; the other families' are left byte for byte,

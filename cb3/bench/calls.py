@@ -327,8 +327,8 @@ class CpuFamily:
     for the section markers)."""
 
     model: str  # "AMD EPYC 9B14 96-Core Processor"
-    name: str  # "AMD EPYC"
-    slug: str  # "amd-epyc"
+    name: str  # "AMD EPYC, AVX2"
+    slug: str  # "amd-epyc-avx2"
 
 
 def cpu_family(cpuinfo: Optional[str] = None, machine: Optional[str] = None) -> CpuFamily:
@@ -337,7 +337,10 @@ def cpu_family(cpuinfo: Optional[str] = None, machine: Optional[str] = None) -> 
     that decides which generated section of docs/results/performance.md a
     run belongs to.
 
-    The family is the vendor and the first brand word of the model name.
+    The family is the vendor and the first brand word of the model name,
+    and on x86 the widest vectors cb3's kernels use there (`vector_tier`):
+    two EPYCs, one with AVX-512 and one without, run different code and
+    keep separate tables.
     The vendor comes from x86's `vendor_id` (GenuineIntel: Intel,
     AuthenticAMD: AMD) or arm64's `CPU implementer` (0x41: Arm), else from the
     model name (its first word that is a known vendor; a Cortex or Neoverse
@@ -349,8 +352,10 @@ def cpu_family(cpuinfo: Optional[str] = None, machine: Optional[str] = None) -> 
     Arm). The slug is the name in lower case with every run of characters
     other than letters and digits made one "-":
 
-    - "Intel(R) Xeon(R) Processor": Intel Xeon, intel-xeon
-    - "AMD EPYC 9B14 96-Core Processor", "AMD EPYC": AMD EPYC, amd-epyc
+    - "Intel(R) Xeon(R) Processor" with avx512f and avx512vl among its
+      flags: Intel Xeon, AVX-512, intel-xeon-avx-512
+    - "AMD EPYC" with avx2 (no avx512f): AMD EPYC, AVX2, amd-epyc-avx2
+    - "AMD EPYC 9B14 96-Core Processor" without a flags line: AMD EPYC, amd-epyc
     - arm64, implementer 0x41, part 0xd0c: Arm Neoverse, arm-neoverse
     - no model at all: Unknown CPU (MACHINE), unknown-cpu-MACHINE
     """
@@ -374,8 +379,20 @@ def cpu_family(cpuinfo: Optional[str] = None, machine: Optional[str] = None) -> 
     if vendor is None and brand in {part.split("-")[0] for part in _ARM_PARTS.values()}:
         vendor = "Arm"  # a model name of Arm's own ("Neoverse-N1") without the implementer
     name = " ".join(part for part in (vendor, brand) if part) or f"Unknown CPU ({machine or 'unknown'})"
+    tier = vector_tier(fields.get("flags", "").split())
+    if tier:
+        name = f"{name}, {tier}"
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return CpuFamily(model or machine or "unknown", name, slug)
+
+
+def vector_tier(flags: list[str]) -> Optional[str]:
+    """The widest x86 vectors that cb3's SIMD code picks on a CPU with these
+    /proc/cpuinfo `flags` (as `cb3.simd_backend()` does at run time):
+    "AVX-512" (avx512f and avx512vl), "AVX2", or None (SSE only, or not x86)."""
+    if {"avx512f", "avx512vl"} <= set(flags):
+        return "AVX-512"
+    return "AVX2" if "avx2" in flags else None
 
 
 def cpu_name() -> str:
