@@ -202,16 +202,20 @@ impl Secrets {
     }
 
     /// The keystream from byte `offset` of the message on.
-    fn keystream(&self, offset: usize) -> Cb3Result<ChaCha20Legacy> {
+    fn keystream(&self, offset: usize) -> Cb3Result<MessageKeystream<'_>> {
         let mut stream = ChaCha20Legacy::from_core(self.cipher());
         stream.try_seek(offset as u64).map_err(|_| cb3_result::Panic)?;
-        Ok(stream)
+        Ok(MessageKeystream { keys: self, stream })
+    }
+
+    /// The encryption key and nonce (bytes 0..32 and 64..72 of the KDF output).
+    fn enc_key_nonce(&self) -> (&[u8; 32], &[u8; 8]) {
+        (self.kdf[..32].try_into().expect("32 bytes"), self.kdf[64..72].try_into().expect("8 bytes"))
     }
 
     /// The keystream cipher at block 0.
     fn cipher(&self) -> ChaCha20LegacyCore {
-        let enc_key: &[u8; 32] = self.kdf[..32].try_into().expect("32 bytes");
-        let enc_nonce: &[u8; 8] = self.kdf[64..72].try_into().expect("8 bytes");
+        let (enc_key, enc_nonce) = self.enc_key_nonce();
         ChaCha20LegacyCore::new(enc_key.into(), enc_nonce.into())
     }
 
@@ -242,16 +246,23 @@ impl Secrets {
     /// `out = input XOR keystream` from block `counter` on, at most
     /// `chacha20_blocks::MAX_BLOCKS` blocks.
     fn xor_blocks(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8]) {
-        let enc_key: &[u8; 32] = self.kdf[..32].try_into().expect("32 bytes");
-        let enc_nonce: &[u8; 8] = self.kdf[64..72].try_into().expect("8 bytes");
+        let (enc_key, enc_nonce) = self.enc_key_nonce();
         crate::chacha20_blocks::xor(enc_key, enc_nonce, counter, input, out);
     }
 
+    /// `out = input XOR keystream` from block `counter` on for the whole
+    /// kilobytes at the front of `out` where `chacha20_wide` runs on this
+    /// CPU; returns the bytes done (0 elsewhere).
+    fn xor_wide(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8]) -> usize {
+        let (enc_key, enc_nonce) = self.enc_key_nonce();
+        crate::chacha20_wide::xor(enc_key, crate::chacha20_wide::Nonce::Djb(enc_nonce), counter, 10, input, out)
+    }
+
     /// `xor` for messages of more than `chacha20_blocks::MAX_BLOCKS` blocks:
-    /// whole kilobytes through the crate's 16-wide backend, the rest by
-    /// `xor_blocks` or four or more blocks of the crate's. Not inlined: the
-    /// crate's frames stay out of the stack of short messages (scrubbed less
-    /// deeply, `scrub_direct`).
+    /// whole kilobytes by `chacha20_wide` or else the crate's 16-wide
+    /// backend, the rest by `xor_blocks` or four or more blocks of the
+    /// crate's. Not inlined: these frames stay out of the stack of short
+    /// messages (scrubbed less deeply, `scrub_direct`).
     #[inline(never)]
     fn xor_long(&mut self, input: Option<&[u8]>, out: &mut [u8]) {
         let mut core = self.cipher();
@@ -261,11 +272,15 @@ impl Secrets {
             Some(input) => (Some(&input[..whole]), Some(&input[whole..])),
             None => (None, None),
         };
-        let blocks = match head_in {
-            Some(input) => InOutBuf::new(input, head).expect("same length"),
-            None => InOutBuf::from(head),
-        };
-        core.apply_keystream_blocks_inout(blocks.into_chunks::<U64>().0);
+        if self.xor_wide(0, head_in, head) < whole {
+            let blocks = match head_in {
+                Some(input) => InOutBuf::new(input, head).expect("same length"),
+                None => InOutBuf::from(head),
+            };
+            core.apply_keystream_blocks_inout(blocks.into_chunks::<U64>().0);
+        } else {
+            core.set_block_pos((whole / 64) as u64);
+        }
         if tail.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
             self.xor_blocks((whole / 64) as u64, tail_in, tail);
         } else {
@@ -471,15 +486,50 @@ fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut [u8]) -> C
 /// blocks. (One or two blocks cost the AVX-512 backend 2-5x a four-block run.)
 const KEYSTREAM_RUN: usize = 256;
 
+/// A message's keystream from some byte position on (`Secrets::keystream`):
+/// whole kilobytes that start on a block boundary by `chacha20_wide` where
+/// it runs on this CPU, all else by the crate's cipher.
+struct MessageKeystream<'a> {
+    keys: &'a Secrets,
+    stream: ChaCha20Legacy,
+}
+
+impl MessageKeystream<'_> {
+    /// `out = input XOR keystream` (`out ^= keystream` when `input` is
+    /// None), advancing the position.
+    fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
+        let mut done = 0;
+        if crate::chacha20_wide::available() && out.len() >= crate::chacha20_wide::UNIT_BYTES {
+            let pos: u64 = self.stream.current_pos();
+            let head = ((64 - pos % 64) % 64) as usize;
+            self.xor_crate(input.map(|input| &input[..head]), &mut out[..head])?;
+            let wide = self.keys.xor_wide((pos + head as u64) / 64, input.map(|input| &input[head..]), &mut out[head..]);
+            if wide > 0 {
+                self.stream.try_seek(pos + (head + wide) as u64).map_err(|_| cb3_result::Panic)?;
+            }
+            done = head + wide;
+        }
+        self.xor_crate(input.map(|input| &input[done..]), &mut out[done..])
+    }
+
+    fn xor_crate(&mut self, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
+        // Only fails past 2^64 blocks, which no in-memory message reaches.
+        match input {
+            Some(input) => self.stream.try_apply_keystream_b2b(input, out),
+            None => self.stream.try_apply_keystream(out),
+        }
+        .map_err(|_| cb3_result::Panic)
+    }
+}
+
 /// `out = input XOR keystream` for one piece (`last`: the stream is not
 /// used again): one read of `input`, no copy pass before the XOR.
-fn xor_piece_from(stream: &mut ChaCha20Legacy, input: &[u8], out: &mut [u8], last: bool) -> Cb3Result<()> {
+fn xor_piece_from(stream: &mut MessageKeystream<'_>, input: &[u8], out: &mut [u8], last: bool) -> Cb3Result<()> {
     let full = if last { input.len() / KEYSTREAM_RUN * KEYSTREAM_RUN } else { input.len() };
-    // Only fails past 2^64 blocks, which no in-memory message reaches.
-    stream.try_apply_keystream_b2b(&input[..full], &mut out[..full]).map_err(|_| cb3_result::Panic)?;
+    stream.xor(Some(&input[..full]), &mut out[..full])?;
     if full < input.len() {
         let mut run = Zeroizing::new([0u8; KEYSTREAM_RUN]);
-        stream.try_apply_keystream(&mut run[..]).map_err(|_| cb3_result::Panic)?;
+        stream.xor(None, &mut run[..])?;
         xor_keystream(&mut out[full..], Some(&input[full..]), &run[..]);
     }
     Ok(())
@@ -558,7 +608,7 @@ impl Span {
 /// piece, like every other, starts on the piece grid of the MAC input) that
 /// the piece feeds to the MAC in the same `update`.
 type PieceFn<'a> =
-    dyn Fn(Range<usize>, &mut blake3::Hasher, &mut ChaCha20Legacy, bool, usize, &mut [u8]) -> Cb3Result<()> + Sync + 'a;
+    dyn Fn(Range<usize>, &mut blake3::Hasher, &mut MessageKeystream<'_>, bool, usize, &mut [u8]) -> Cb3Result<()> + Sync + 'a;
 
 /// Bytes of `SCRATCH` behind the most any piece uses (see `with_scratch`).
 const SCRATCH_SLACK: usize = 64;
@@ -732,7 +782,7 @@ pub fn seal(
 fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<[u8; 32]> {
     let len = out.len();
     let out = Span::of(out);
-    let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut ChaCha20Legacy, last: bool, prefix: usize, scratch: &mut [u8]| {
+    let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut MessageKeystream<'_>, last: bool, prefix: usize, scratch: &mut [u8]| {
         let staged = &mut scratch[..prefix + range.len()];
         // SAFETY: each range is handled by one thread only.
         let target = unsafe { out.get(range.clone()) };
@@ -800,7 +850,7 @@ fn open_with(
     match (output, source) {
         (Output::Private, Source::Separate(input)) => {
             let target = Span::of(out);
-            let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut ChaCha20Legacy, last: bool, prefix: usize, scratch: &mut [u8]| {
+            let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut MessageKeystream<'_>, last: bool, prefix: usize, scratch: &mut [u8]| {
                 // The one read of the piece, into the private buffer; MACed
                 // there, then decrypted from there into `out` (which nobody
                 // else sees, and which is wiped if the tag fails).
@@ -821,7 +871,7 @@ fn open_with(
             staging.try_reserve_exact(len).map_err(|_| cb3_result::OutOfMemory)?;
             let stage = Span { ptr: staging.as_mut_ptr(), len };
             let from = Span::of(out);
-            let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, _: &mut ChaCha20Legacy, _: bool, prefix: usize, scratch: &mut [u8]| {
+            let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, _: &mut MessageKeystream<'_>, _: bool, prefix: usize, scratch: &mut [u8]| {
                 let src = match source {
                     // SAFETY: each range is handled by one thread only.
                     Source::InPlace => unsafe { from.get(range.clone()) },

@@ -13,7 +13,9 @@
 //! Engine: the RustCrypto `chacha20` crate's `ChaChaCore<R8|R12|R20, Ietf>`
 //! (its AVX-512/AVX2/SSE2/NEON backends, picked at run time) for every
 //! variant, since it is the one core the crate exposes for all three round
-//! counts. The two other layouts map onto it exactly:
+//! counts; on CPUs with AVX2 but not AVX-512, whole runs of 16 blocks go to
+//! cb3's own `chacha20_wide` instead (the same bytes, checked against this
+//! core). The two other layouts map onto it exactly:
 //!
 //! * 8-byte nonce: the DJB state is `counter_lo, counter_hi, nonce[0..8]`,
 //!   which is the IETF state with the 96-bit nonce `le32(counter_hi) || nonce`.
@@ -193,9 +195,21 @@ impl<R: Rounds> Keystream<R> {
                 count -= count % PAR_BLOCKS; // leave the 1-2 block tail to the cache
             }
             if self.pos % BLOCK == 0 && count >= CACHE_BLOCKS {
-                // Whole blocks straight from the core, in one pass.
+                // Whole blocks straight from the core, in one pass (whole
+                // runs of 16 by `chacha20_wide` where it runs on this CPU).
                 let bytes = count * CB3_CHACHA_BLOCK_SIZE;
                 self.load(block);
+                let input = match source {
+                    Source::InPlace => None,
+                    Source::Separate(input) => Some(&input[done..done + bytes]),
+                };
+                let nonce = crate::chacha20_wide::Nonce::Ietf(&self.nonce);
+                let wide = crate::chacha20_wide::xor(&self.key, nonce, (block % SEGMENT_BLOCKS) as u64, R::COUNT, input, &mut out[done..done + bytes]);
+                if wide > 0 {
+                    done += wide;
+                    self.pos += wide as u128;
+                    continue;
+                }
                 let (out_blocks, _) = Array::slice_as_chunks_mut(&mut out[done..done + bytes]);
                 match source {
                     Source::InPlace => self.core.apply_keystream_blocks(out_blocks),

@@ -21,6 +21,7 @@ mod blake3_compressions;
 mod cache;
 mod chacha20;
 mod chacha20_blocks;
+mod chacha20_wide;
 mod chunked;
 mod hash;
 mod info;

@@ -1,0 +1,376 @@
+//! ChaCha for long runs on CPUs with AVX2 but not AVX-512: 8 blocks at a
+//! time, one state word of all 8 blocks per 256-bit register (the layout of
+//! OpenSSL's `ChaCha20_8x`), XORed straight from the registers into the
+//! output. The bytes are those of the `chacha20` crate's cores (checked
+//! against them below, and against RFC 8439, at every round count and both
+//! layouts).
+//!
+//! Why not the crate's AVX2 backend: it keeps two blocks per register as
+//! rows, four blocks per call, so every round also shuffles three rows of
+//! each register back and forth (a quarter more vector operations than the
+//! rounds themselves), and it writes the keystream to a buffer that a second
+//! pass XORs into the data. With AVX-512 the crate's 16-block backend stays
+//! (no CPU with AVX-512 was at hand to measure a replacement on), as do the
+//! crate's backends on CPUs without AVX2 and on other targets.
+
+/// Blocks per unit: `xor` handles whole units only.
+pub(crate) const UNIT_BLOCKS: usize = 16;
+/// Bytes per unit.
+pub(crate) const UNIT_BYTES: usize = UNIT_BLOCKS * 64;
+
+/// The nonce, which also fixes the layout of the state's last row.
+#[derive(Clone, Copy)]
+pub(crate) enum Nonce<'a> {
+    /// The original (DJB) layout: words 12-13 a 64-bit block counter
+    /// (wrapping at 2^64, as the crate's does), 14-15 the nonce.
+    Djb(&'a [u8; 8]),
+    /// RFC 8439: word 12 a 32-bit block counter, 13-15 the nonce. The caller
+    /// keeps each call's blocks below 2^32 (the counter does not carry).
+    Ietf(&'a [u8; 12]),
+}
+
+/// Whether `xor` runs on this CPU (AVX2 without AVX-512; its callers fall
+/// back to the crate otherwise).
+pub(crate) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        !crate::info::avx512() && std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `out = input XOR keystream` (`out ^= keystream` when `input` is None) for
+/// the whole units at the front of `out`, the keystream of (`key`, `nonce`)
+/// with `double_rounds` double rounds (10 for ChaCha20) from block `counter`
+/// on. Returns the bytes done: `out.len()` rounded down to a multiple of
+/// `UNIT_BYTES`, or 0 where not `available()`.
+pub(crate) fn xor(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, double_rounds: usize, input: Option<&[u8]>, out: &mut [u8]) -> usize {
+    let units = out.len() / UNIT_BYTES;
+    if units == 0 || !available() {
+        return 0;
+    }
+    assert!(input.is_none_or(|input| input.len() >= units * UNIT_BYTES));
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut state = State::new(key, nonce, counter);
+        let src = input.map_or(out.as_ptr(), |input| input.as_ptr());
+        // SAFETY: `src` and `out` hold `units` units (`src` may be `out`,
+        // which `x86::xor_units` allows); AVX2 is detected (`available`).
+        unsafe { x86::xor_units(&state, double_rounds, src, out.as_mut_ptr(), units) };
+        state.wipe();
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (key, nonce, counter, double_rounds);
+    units * UNIT_BYTES
+}
+
+/// The 16 words of the state before the rounds, and whether words 12-13 are
+/// one 64-bit counter.
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct State {
+    words: [u32; 16],
+    wide: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl State {
+    fn new(key: &[u8; 32], nonce: Nonce<'_>, counter: u64) -> Self {
+        let mut words = [0u32; 16];
+        words[..4].copy_from_slice(&[0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574]);
+        for (word, bytes) in words[4..12].iter_mut().zip(key.chunks_exact(4)) {
+            *word = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+        }
+        let (tail, wide): (&[u8], bool) = match nonce {
+            Nonce::Djb(nonce) => {
+                words[12] = counter as u32;
+                words[13] = (counter >> 32) as u32;
+                (&nonce[..], true)
+            }
+            Nonce::Ietf(nonce) => {
+                words[12] = counter as u32;
+                (&nonce[..], false)
+            }
+        };
+        let first = 16 - tail.len() / 4;
+        for (word, bytes) in words[first..].iter_mut().zip(tail.chunks_exact(4)) {
+            *word = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+        }
+        State { words, wide }
+    }
+
+    fn wipe(&mut self) {
+        crate::wipe::wipe(&mut self.words);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::State;
+
+    /// Blocks per pass of the rounds: one per 32-bit lane of a register.
+    const LANES: usize = 8;
+
+    /// `x` rotated left by `N` bits in each 32-bit lane: a byte shuffle for
+    /// 16 and 8, two shifts otherwise.
+    macro_rules! rotl {
+        ($x:expr, 16) => {
+            _mm256_shuffle_epi8($x, _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13))
+        };
+        ($x:expr, 8) => {
+            _mm256_shuffle_epi8($x, _mm256_setr_epi8(3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14))
+        };
+        ($x:expr, $n:literal) => {{
+            let x = $x;
+            _mm256_or_si256(_mm256_slli_epi32::<$n>(x), _mm256_srli_epi32::<{ 32 - $n }>(x))
+        }};
+    }
+
+    /// One ChaCha quarter round on four registers of 8 lanes each.
+    macro_rules! quarter_round {
+        ($x:ident, $a:literal, $b:literal, $c:literal, $d:literal) => {
+            $x[$a] = _mm256_add_epi32($x[$a], $x[$b]);
+            $x[$d] = rotl!(_mm256_xor_si256($x[$d], $x[$a]), 16);
+            $x[$c] = _mm256_add_epi32($x[$c], $x[$d]);
+            $x[$b] = rotl!(_mm256_xor_si256($x[$b], $x[$c]), 12);
+            $x[$a] = _mm256_add_epi32($x[$a], $x[$b]);
+            $x[$d] = rotl!(_mm256_xor_si256($x[$d], $x[$a]), 8);
+            $x[$c] = _mm256_add_epi32($x[$c], $x[$d]);
+            $x[$b] = rotl!(_mm256_xor_si256($x[$b], $x[$c]), 7);
+        };
+    }
+
+    /// Unsigned `a < b` in each lane, as all ones or zero (AVX2 compares
+    /// signed: flipping the top bits of both makes it unsigned).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn less_than(a: __m256i, b: __m256i) -> __m256i {
+        let top = _mm256_set1_epi32(i32::MIN);
+        _mm256_cmpgt_epi32(_mm256_xor_si256(b, top), _mm256_xor_si256(a, top))
+    }
+
+    /// `dst = src XOR keystream` for `units` units of 16 blocks (two passes
+    /// of 8 each).
+    ///
+    /// # Safety
+    /// `src` (which may equal `dst`, but must not otherwise overlap it) and
+    /// `dst` hold `units * UNIT_BYTES` bytes; the CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn xor_units(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, units: usize) {
+        let words = &state.words;
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let step = _mm256_set1_epi32(LANES as i32);
+        // The counter words of the pass's 8 blocks: block `i` in lane `i`, a
+        // lane that passes 2^32 carrying into the high word (DJB layout;
+        // subtracting the all-ones "less than" adds one).
+        let mut low = _mm256_add_epi32(_mm256_set1_epi32(words[12] as i32), lanes);
+        let mut high = _mm256_set1_epi32(words[13] as i32);
+        if state.wide {
+            high = _mm256_sub_epi32(high, less_than(low, lanes));
+        }
+        for pass in 0..units * super::UNIT_BLOCKS / LANES {
+            let mut x: [__m256i; 16] = std::array::from_fn(|i| _mm256_set1_epi32(words[i] as i32));
+            x[12] = low;
+            x[13] = high;
+            for _ in 0..double_rounds {
+                quarter_round!(x, 0, 4, 8, 12);
+                quarter_round!(x, 1, 5, 9, 13);
+                quarter_round!(x, 2, 6, 10, 14);
+                quarter_round!(x, 3, 7, 11, 15);
+                quarter_round!(x, 0, 5, 10, 15);
+                quarter_round!(x, 1, 6, 11, 12);
+                quarter_round!(x, 2, 7, 8, 13);
+                quarter_round!(x, 3, 4, 9, 14);
+            }
+            for (i, word) in x.iter_mut().enumerate() {
+                let input = match i {
+                    12 => low,
+                    13 => high,
+                    _ => _mm256_set1_epi32(words[i] as i32),
+                };
+                *word = _mm256_add_epi32(*word, input);
+            }
+            let at = pass * LANES * 64;
+            // SAFETY: the pass's 512 bytes lie within both buffers (the
+            // caller's contract).
+            unsafe { store_pass(&x, src.add(at), dst.add(at)) };
+            let next = _mm256_add_epi32(low, step);
+            if state.wide {
+                high = _mm256_sub_epi32(high, less_than(next, low));
+            }
+            low = next;
+        }
+    }
+
+    /// Transposes the 16 words x 8 blocks of `x` into 8 blocks and XORs them
+    /// into the pass's bytes: `dst[..512] = src[..512] XOR blocks`.
+    ///
+    /// # Safety
+    /// `src` and `dst` hold 512 bytes; the CPU has AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn store_pass(x: &[__m256i; 16], src: *const u8, dst: *mut u8) {
+        // Stage 1, within each 128-bit half (blocks 4h..4h+3): a 4x4
+        // transpose of each group of four words, so that y[g][k] holds, in
+        // half h, words 4g..4g+3 of block 4h+k.
+        let mut y = [[_mm256_setzero_si256(); 4]; 4];
+        for g in 0..4 {
+            let p = &x[4 * g..4 * g + 4];
+            let u0 = _mm256_unpacklo_epi32(p[0], p[1]);
+            let u1 = _mm256_unpackhi_epi32(p[0], p[1]);
+            let u2 = _mm256_unpacklo_epi32(p[2], p[3]);
+            let u3 = _mm256_unpackhi_epi32(p[2], p[3]);
+            y[g] = [
+                _mm256_unpacklo_epi64(u0, u2),
+                _mm256_unpackhi_epi64(u0, u2),
+                _mm256_unpacklo_epi64(u1, u3),
+                _mm256_unpackhi_epi64(u1, u3),
+            ];
+        }
+        // Stage 2: block 4h+k is halves h of y[0][k], y[1][k] (its first 32
+        // bytes) and y[2][k], y[3][k] (its last 32).
+        for k in 0..4 {
+            let quarters = [
+                (k, _mm256_permute2x128_si256::<0x20>(y[0][k], y[1][k])),
+                (k, _mm256_permute2x128_si256::<0x20>(y[2][k], y[3][k])),
+                (4 + k, _mm256_permute2x128_si256::<0x31>(y[0][k], y[1][k])),
+                (4 + k, _mm256_permute2x128_si256::<0x31>(y[2][k], y[3][k])),
+            ];
+            for (i, (block, bytes)) in quarters.into_iter().enumerate() {
+                let at = block * 64 + (i % 2) * 32;
+                // SAFETY: these 32 bytes of block `block` lie within the
+                // pass's 512 bytes.
+                unsafe {
+                    let data = _mm256_loadu_si256(src.add(at) as *const __m256i);
+                    _mm256_storeu_si256(dst.add(at) as *mut __m256i, _mm256_xor_si256(data, bytes));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chacha20::cipher::inout::InOutBuf;
+    use chacha20::cipher::{KeyIvInit, StreamCipherCore};
+    use chacha20::variants::Ietf;
+    use chacha20::{ChaChaCore, Rounds, R12, R20, R8};
+
+    /// A xorshift stream, for keys, nonces and data.
+    fn random(state: &mut u64, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|_| {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                *state as u8
+            })
+            .collect()
+    }
+
+    /// The crate's bytes: `data` XOR its keystream from block `counter`.
+    fn crate_xor<R: Rounds>(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, data: &[u8]) -> Vec<u8> {
+        let mut out = data.to_vec();
+        let (blocks, _) = chacha20::cipher::array::Array::slice_as_chunks_mut(&mut out);
+        match nonce {
+            Nonce::Djb(nonce) => {
+                assert_eq!(R::COUNT, 10, "the crate's DJB core is ChaCha20 only");
+                let mut core = chacha20::ChaCha20LegacyCore::new(key.into(), nonce.into());
+                core.set_block_pos(counter);
+                core.apply_keystream_blocks(blocks);
+            }
+            Nonce::Ietf(nonce) => {
+                let mut core = ChaChaCore::<R, Ietf>::new(key.into(), nonce.into());
+                core.set_block_pos(counter as u32);
+                core.apply_keystream_blocks_inout(InOutBuf::from(blocks));
+            }
+        }
+        out
+    }
+
+    fn check<R: Rounds>(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, units: usize, misalign: usize, state: &mut u64) {
+        let len = units * UNIT_BYTES;
+        let backing = random(state, len + misalign + 64);
+        let data = &backing[misalign..misalign + len + 64]; // 64 bytes more than the units
+        let expected = crate_xor::<R>(key, nonce, counter, &data[..len]);
+        let mut out = vec![0xAAu8; len + 64 + misalign];
+        let out = &mut out[misalign..];
+        assert_eq!(xor(key, nonce, counter, R::COUNT, Some(data), out), len);
+        assert_eq!(&out[..len], &expected[..], "out of place: {} rounds, counter {counter:#x}, {units} units, offset {misalign}", 2 * R::COUNT);
+        assert!(out[len..].iter().all(|&b| b == 0xAA), "past the units");
+        let mut inplace = data.to_vec();
+        assert_eq!(xor(key, nonce, counter, R::COUNT, None, &mut inplace), len);
+        assert_eq!(&inplace[..len], &expected[..], "in place: {} rounds, counter {counter:#x}", 2 * R::COUNT);
+        assert_eq!(&inplace[len..], &data[len..], "in place, past the units");
+    }
+
+    /// Bit for bit the crate's bytes: random keys and nonces; counters at 0
+    /// and either side of 2^32 (the carry into the high word) and 2^64
+    /// (where the DJB counter wraps); one to five units; every alignment of
+    /// the buffers to a 64-byte line; in place and out of place.
+    #[test]
+    fn matches_the_crate() {
+        if !available() {
+            eprintln!("this CPU has AVX-512 or no AVX2: xor does nothing here (checked by whole_units_only)");
+            return;
+        }
+        let mut state = 0x2545_F491_4F6C_DD1D;
+        let djb_counters = [0, 1, (1 << 32) - 16, (1 << 32) - 5, (1 << 32) - 1, 1 << 32, u64::MAX - 15, u64::MAX - 3, u64::MAX];
+        for (round, misalign) in (0..64).enumerate() {
+            let key: [u8; 32] = random(&mut state, 32).try_into().unwrap();
+            let djb: [u8; 8] = random(&mut state, 8).try_into().unwrap();
+            let ietf: [u8; 12] = random(&mut state, 12).try_into().unwrap();
+            let units = 1 + round % 5;
+            let counter = djb_counters[round % djb_counters.len()];
+            check::<R20>(&key, Nonce::Djb(&djb), counter, units, misalign, &mut state);
+            // The 32-bit layout: counters that keep the call below 2^32.
+            let ietf_counter = u64::from(u32::MAX) + 1 - (units * UNIT_BLOCKS) as u64 - (round as u64 % 7);
+            for counter in [0, 7, ietf_counter] {
+                check::<R20>(&key, Nonce::Ietf(&ietf), counter, units, misalign, &mut state);
+                check::<R12>(&key, Nonce::Ietf(&ietf), counter, units, misalign, &mut state);
+                check::<R8>(&key, Nonce::Ietf(&ietf), counter, units, misalign, &mut state);
+            }
+        }
+    }
+
+    /// Less than a unit is left to the caller; so is everything on a CPU
+    /// where the kernel does not run.
+    #[test]
+    fn whole_units_only() {
+        let key = [7u8; 32];
+        let mut out = vec![0u8; 3 * UNIT_BYTES - 1];
+        let done = xor(&key, Nonce::Djb(&[1; 8]), 0, 10, None, &mut out);
+        assert_eq!(done, if available() { 2 * UNIT_BYTES } else { 0 });
+        assert!(out[done..].iter().all(|&b| b == 0), "bytes past the units were written");
+        assert_eq!(xor(&key, Nonce::Djb(&[1; 8]), 0, 10, None, &mut out[..UNIT_BYTES - 1]), 0);
+    }
+
+    /// RFC 8439 section 2.4.2's example: its plaintext encrypted from block
+    /// counter 1, padded to a unit with zeros (whose ciphertext is then the
+    /// keystream), against the RFC's ciphertext.
+    #[test]
+    fn rfc8439_encryption() {
+        if !available() {
+            return;
+        }
+        let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let nonce = [0, 0, 0, 0, 0, 0, 0, 0x4a, 0, 0, 0, 0];
+        let plaintext = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.";
+        let expected = hex::decode(
+            "6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afccfd9fae0b\
+             f91b65c5524733ab8f593dabcd62b3571639d624e65152ab8f530c359f0861d8\
+             07ca0dbf500d6a6156a38e088a22b65e52bc514d16ccf806818ce91ab7793736\
+             5af90bbf74a35be6b40b8eedf2785e42874d",
+        )
+        .unwrap();
+        let mut unit = vec![0u8; UNIT_BYTES];
+        unit[..plaintext.len()].copy_from_slice(plaintext);
+        assert_eq!(xor(&key, Nonce::Ietf(&nonce), 1, 10, None, &mut unit), UNIT_BYTES);
+        assert_eq!(hex::encode(&unit[..plaintext.len()]), hex::encode(&expected));
+    }
+}
