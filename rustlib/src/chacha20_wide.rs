@@ -115,14 +115,40 @@ mod x86 {
     /// Blocks per pass of the rounds: one per 32-bit lane of a register.
     const LANES: usize = 8;
 
+    /// Byte masks of `vpshufb` that rotate each 32-bit lane left by 16 and by 8.
+    static ROTATE_16: [u8; 32] = [2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13];
+    static ROTATE_8: [u8; 32] = [3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14];
+
+    /// `vpshufb` of `x` by the mask at `mask`, as one instruction. In
+    /// `asm!` because LLVM otherwise rewrites the rotate by 16 as two word
+    /// shuffles and moves the rotate by 8 in front of the XOR it follows
+    /// (two shuffles for one): 18 operations per quarter round instead of 16.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn shuffle_bytes(x: __m256i, mask: &'static [u8; 32]) -> __m256i {
+        let out: __m256i;
+        // SAFETY: reads the 32 bytes of `mask` and writes only `out`; the
+        // CPU has AVX2 (this function's feature).
+        unsafe {
+            std::arch::asm!(
+                "vpshufb {out}, {x}, ymmword ptr [{mask}]",
+                out = lateout(ymm_reg) out,
+                x = in(ymm_reg) x,
+                mask = in(reg) mask.as_ptr(),
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        out
+    }
+
     /// `x` rotated left by `N` bits in each 32-bit lane: a byte shuffle for
     /// 16 and 8, two shifts otherwise.
     macro_rules! rotl {
         ($x:expr, 16) => {
-            _mm256_shuffle_epi8($x, _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13))
+            shuffle_bytes($x, &ROTATE_16)
         };
         ($x:expr, 8) => {
-            _mm256_shuffle_epi8($x, _mm256_setr_epi8(3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14))
+            shuffle_bytes($x, &ROTATE_8)
         };
         ($x:expr, $n:literal) => {{
             let x = $x;
