@@ -438,14 +438,17 @@ fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// frames and their callees (blake3's assembly, the ChaCha backend) used:
 /// deeper for messages with more than one chunk of MAC input (the chaining
 /// values of `mac_tree`, the thread-local staging), shallower for short
-/// messages (`short`) with AVX-512.
+/// messages (`short`); the depths are measured per SIMD tier
+/// (`wipe::DIRECT_SCRUB_BYTES`).
 fn scrub_direct(aad_len: usize, len: usize) {
+    use crate::wipe::{scrub_stack_bytes, DIRECT_SCRUB_BYTES as DEPTH};
     match (crate::info::avx512(), scrub_class(aad_len, len)) {
-        (true, 0) => crate::wipe::scrub_stack_bytes::<{ crate::wipe::AVX512_SCRUB_BYTES[0] }>(),
-        (true, 1) => crate::wipe::scrub_stack_bytes::<{ crate::wipe::AVX512_SCRUB_BYTES[1] }>(),
-        (true, _) => crate::wipe::scrub_stack_bytes::<{ crate::wipe::AVX512_SCRUB_BYTES[2] }>(),
-        (false, 2) => crate::wipe::scrub_stack_direct_wide(),
-        (false, _) => crate::wipe::scrub_stack(),
+        (false, 0) => scrub_stack_bytes::<{ DEPTH[0][0] }>(),
+        (false, 1) => scrub_stack_bytes::<{ DEPTH[0][1] }>(),
+        (false, _) => scrub_stack_bytes::<{ DEPTH[0][2] }>(),
+        (true, 0) => scrub_stack_bytes::<{ DEPTH[1][0] }>(),
+        (true, 1) => scrub_stack_bytes::<{ DEPTH[1][1] }>(),
+        (true, _) => scrub_stack_bytes::<{ DEPTH[1][2] }>(),
     }
 }
 
@@ -463,11 +466,7 @@ fn scrub_class(aad_len: usize, len: usize) -> usize {
 /// How many bytes below the caller `scrub_direct(aad_len, len)` zeroes.
 #[cfg(test)]
 fn scrub_direct_depth(aad_len: usize, len: usize) -> usize {
-    match (crate::info::avx512(), scrub_class(aad_len, len)) {
-        (true, class) => crate::wipe::AVX512_SCRUB_BYTES[class],
-        (false, 2) => crate::wipe::DIRECT_WIDE_SCRUB_BYTES,
-        (false, _) => crate::wipe::SCRUB_BYTES,
-    }
+    crate::wipe::DIRECT_SCRUB_BYTES[usize::from(crate::info::avx512())][scrub_class(aad_len, len)]
 }
 
 /// `out = input XOR keystream` from byte `offset` of the message on, in

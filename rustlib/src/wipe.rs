@@ -21,19 +21,20 @@ pub(crate) const SCRUB_BYTES: usize = 16 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
 pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
 
-/// For the AEAD's direct path (`aead::scrub_direct`) with AVX-512, measured
-/// by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path` (which
-/// fails if a backend or compiler goes deeper; each is a quarter more than
-/// its measure): short messages (`aead::short`: at most four ChaCha blocks,
-/// staged in 512 bytes) write 1736 bytes of stack, other one-chunk ones
-/// 4064 and longer ones 5656. Without AVX-512 the direct path keeps
-/// `SCRUB_BYTES` and `DIRECT_WIDE_SCRUB_BYTES` (the same test under
-/// `qemu-x86_64 -cpu Haswell` and `-cpu Nehalem`: 1768, 2728-3024 and
-/// 5912-6232 bytes written), as on aarch64.
+/// For the AEAD's direct path (`aead::scrub_direct`), by class of message
+/// (`aead::scrub_class`: short, i.e. at most four ChaCha blocks staged in
+/// 512 bytes; one chunk of MAC input; more), with AVX-512 and without.
+/// Measured by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path`
+/// (which fails if a backend or compiler goes deeper; each depth is about a
+/// quarter more than its measure), in bytes of stack written: with AVX-512
+/// (Zen 4) 1736, 4064 and 5656; without, natively with AVX2 (Zen 3) and
+/// under `qemu-x86_64 -cpu Haswell` and `-cpu Nehalem` (SSE2), 1768,
+/// 2432-3024 and 5912-6232. aarch64 (larger frames) keeps `SCRUB_BYTES` and
+/// `WIDE_SCRUB_BYTES`.
 #[cfg(target_arch = "aarch64")]
-pub(crate) const AVX512_SCRUB_BYTES: [usize; 3] = [SCRUB_BYTES, SCRUB_BYTES, DIRECT_WIDE_SCRUB_BYTES];
+pub(crate) const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[SCRUB_BYTES, SCRUB_BYTES, WIDE_SCRUB_BYTES]; 2];
 #[cfg(not(target_arch = "aarch64"))]
-pub(crate) const AVX512_SCRUB_BYTES: [usize; 3] = [2304, 5 * 1024, 7 * 1024];
+pub(crate) const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 7 * 1024]];
 
 /// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
 /// chaining values and blake3's frames).
@@ -41,18 +42,6 @@ pub(crate) const AVX512_SCRUB_BYTES: [usize; 3] = [2304, 5 * 1024, 7 * 1024];
 pub(crate) const WIDE_SCRUB_BYTES: usize = 32 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
 pub(crate) const WIDE_SCRUB_BYTES: usize = 12 * 1024;
-
-/// For the AEAD's direct path (`aead::scrub_direct`) on messages of more
-/// than one chunk of MAC input, on CPUs without AVX-512: its calls write up
-/// to 7 KiB of stack on x86_64 (7128 bytes, the deepest a key copy; AVX2
-/// natively, SSE4.1 and SSE2 under `qemu-x86_64 -cpu`), measured by aead.rs's
-/// `the_scrub_reaches_every_frame_of_the_direct_path`, which fails if a
-/// backend or compiler goes deeper than this (a quarter more). One-chunk
-/// messages keep `SCRUB_BYTES`; with AVX-512 see `AVX512_SCRUB_BYTES`.
-#[cfg(target_arch = "aarch64")]
-pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = WIDE_SCRUB_BYTES;
-#[cfg(not(target_arch = "aarch64"))]
-pub(crate) const DIRECT_WIDE_SCRUB_BYTES: usize = 9 * 1024;
 
 /// For pool threads and calls over large inputs, whose frames go deeper
 /// (BLAKE3's subtree recursion, rayon's joins).
@@ -72,20 +61,13 @@ pub fn scrub_stack() {
     zero_below::<SCRUB_BYTES>();
 }
 
-/// `scrub_stack` of `N` bytes (the AEAD's direct path with AVX-512,
-/// `AVX512_SCRUB_BYTES`). One function per depth, each frame only its
+/// `scrub_stack` of `N` bytes (the AEAD's direct path,
+/// `DIRECT_SCRUB_BYTES`). One function per depth, each frame only its
 /// array: arms of one function could place their arrays apart, not each
 /// right below the caller's frame.
 #[inline(never)]
 pub fn scrub_stack_bytes<const N: usize>() {
     zero_below::<N>();
-}
-
-/// `scrub_stack` for the AEAD's direct path on longer messages
-/// (`DIRECT_WIDE_SCRUB_BYTES`, about 150 ns).
-#[inline(never)]
-pub fn scrub_stack_direct_wide() {
-    zero_below::<DIRECT_WIDE_SCRUB_BYTES>();
 }
 
 /// `scrub_stack` for the direct hashes of multi-chunk inputs (12 KiB, about
