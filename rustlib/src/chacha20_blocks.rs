@@ -179,7 +179,7 @@ pub(crate) mod x86 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 
@@ -193,7 +193,7 @@ mod tests {
     }
 
     /// A xorshift stream, for keys, nonces and data.
-    fn random(state: &mut u64, len: usize) -> Vec<u8> {
+    pub(crate) fn random(state: &mut u64, len: usize) -> Vec<u8> {
         (0..len)
             .map(|_| {
                 *state ^= *state << 13;

@@ -287,17 +287,7 @@ mod tests {
     use chacha20::variants::Ietf;
     use chacha20::{ChaChaCore, Rounds, R12, R20, R8};
 
-    /// A xorshift stream, for keys, nonces and data.
-    fn random(state: &mut u64, len: usize) -> Vec<u8> {
-        (0..len)
-            .map(|_| {
-                *state ^= *state << 13;
-                *state ^= *state >> 7;
-                *state ^= *state << 17;
-                *state as u8
-            })
-            .collect()
-    }
+    use crate::chacha20_blocks::tests::random;
 
     /// The crate's bytes: `data` XOR its keystream from block `counter`.
     fn crate_xor<R: Rounds>(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, data: &[u8]) -> Vec<u8> {
