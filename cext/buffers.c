@@ -121,13 +121,20 @@ static void borrow_bytes(HPyContext *ctx, HPy bytes_obj, cb3_buffer *out)
     out->len = (size_t)HPyBytes_GET_SIZE(ctx, bytes_obj);
 }
 
-int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
+/* An empty buffer that owns nothing: what cb3_buffer_release may always be
+ * given, and what None (or an absent optional argument) borrows. */
+static void buffer_empty(cb3_buffer *out)
 {
     out->ptr = NULL;
     out->len = 0;
     out->pinned = 1;
     out->view = NULL;
     out->copy = HPy_NULL;
+}
+
+int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
+{
+    buffer_empty(out);
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
     if (!writable) {
@@ -312,11 +319,7 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
     cb3_buffer *buf = &set->items[set->count];
     int optional = (flags & CB3_OPTIONAL) != 0;
     if (optional && HPy_IsNull(obj)) {
-        buf->ptr = NULL;
-        buf->len = 0;
-        buf->pinned = 1;
-        buf->view = NULL;
-        buf->copy = HPy_NULL;
+        buffer_empty(buf);
     } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
         return NULL;
     }
