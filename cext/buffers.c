@@ -74,32 +74,6 @@ static int is_exact_bytes(HPyContext *ctx, HPy obj)
     return exact;
 }
 
-/* The Py_buffer for `out`'s view: its own storage, or with CB3_VIEW_ON_HEAP
- * (cb3ext.h) a block of its own, which free_view frees. NULL with
- * MemoryError set. */
-static Py_buffer *new_view(HPyContext *ctx, cb3_buffer *out)
-{
-#if CB3_VIEW_ON_HEAP
-    (void)out;
-    Py_buffer *view = malloc(sizeof *view);
-    if (view == NULL)
-        HPyErr_NoMemory(ctx);
-    return view;
-#else
-    (void)ctx;
-    return &out->view_storage;
-#endif
-}
-
-static void free_view(Py_buffer *view)
-{
-#if CB3_VIEW_ON_HEAP
-    free(view);
-#else
-    (void)view;
-#endif
-}
-
 #if defined(PYPY_VERSION)
 /* bytes.__bytes__(obj) for a bytes subclass: an exact bytes copy of its
  * content, made by the builtin itself (no method of the subclass runs). */
@@ -181,9 +155,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         cb3_raisef(ctx, ctx->h_TypeError, "%s must be a bytes-like object, not '%s'", name, type_name(py));
         goto done;
     }
-    Py_buffer *view = new_view(ctx, out);
-    if (view == NULL)
-        goto done;
+    Py_buffer *view = &out->view_storage;
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(py, view, flags) < 0) {
         /* An exporter that refuses every request (a released memoryview, a
@@ -201,7 +173,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(traceback);
-            goto free_view;
+            goto done;
         }
         PyBuffer_Release(view);
         Py_XDECREF(type);
@@ -215,7 +187,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
             PyErr_Clear();
             cb3_raisef(ctx, ctx->h_BufferError, "%s must be a C-contiguous buffer", name);
         }
-        goto free_view;
+        goto done;
     }
     if (view->itemsize != 1 || !is_byte_format(view->format)) {
         /* The format string belongs to the view: copy it before the release. */
@@ -224,16 +196,13 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         PyBuffer_Release(view);
         cb3_raisef(ctx, ctx->h_BufferError, "%s must be a buffer of bytes (item size 1), not format '%s'", name,
                    format);
-        goto free_view;
+        goto done;
     }
     out->ptr = (const uint8_t *)view->buf;
     out->len = (size_t)view->len;
     out->view = view;
     out->pinned = CB3_VIEWS_PINNED;
     status = 0;
-    goto done;
-free_view:
-    free_view(view);
 done:
     Py_DECREF(py);
     return status;
@@ -247,7 +216,6 @@ void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
     }
     if (buf->view != NULL) {
         PyBuffer_Release(buf->view);
-        free_view(buf->view);
         buf->view = NULL;
     }
 }
