@@ -74,32 +74,6 @@ static int is_exact_bytes(HPyContext *ctx, HPy obj)
     return exact;
 }
 
-/* The Py_buffer for `out`'s view: its own storage, or with CB3_VIEW_ON_HEAP
- * (cb3ext.h) a block of its own, which free_view frees. NULL with
- * MemoryError set. */
-static Py_buffer *new_view(HPyContext *ctx, cb3_buffer *out)
-{
-#if CB3_VIEW_ON_HEAP
-    (void)out;
-    Py_buffer *view = malloc(sizeof *view);
-    if (view == NULL)
-        HPyErr_NoMemory(ctx);
-    return view;
-#else
-    (void)ctx;
-    return &out->view_storage;
-#endif
-}
-
-static void free_view(Py_buffer *view)
-{
-#if CB3_VIEW_ON_HEAP
-    free(view);
-#else
-    (void)view;
-#endif
-}
-
 #if defined(PYPY_VERSION)
 /* bytes.__bytes__(obj) for a bytes subclass: an exact bytes copy of its
  * content, made by the builtin itself (no method of the subclass runs). */
@@ -121,13 +95,20 @@ static void borrow_bytes(HPyContext *ctx, HPy bytes_obj, cb3_buffer *out)
     out->len = (size_t)HPyBytes_GET_SIZE(ctx, bytes_obj);
 }
 
-int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
+/* An empty buffer that owns nothing: what cb3_buffer_release may always be
+ * given, and what None (or an absent optional argument) borrows. */
+static void buffer_empty(cb3_buffer *out)
 {
     out->ptr = NULL;
     out->len = 0;
     out->pinned = 1;
     out->view = NULL;
     out->copy = HPy_NULL;
+}
+
+int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int none_ok, cb3_buffer *out)
+{
+    buffer_empty(out);
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
     if (!writable) {
@@ -174,9 +155,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         cb3_raisef(ctx, ctx->h_TypeError, "%s must be a bytes-like object, not '%s'", name, type_name(py));
         goto done;
     }
-    Py_buffer *view = new_view(ctx, out);
-    if (view == NULL)
-        goto done;
+    Py_buffer *view = &out->view_storage;
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(py, view, flags) < 0) {
         /* An exporter that refuses every request (a released memoryview, a
@@ -194,7 +173,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(traceback);
-            goto free_view;
+            goto done;
         }
         PyBuffer_Release(view);
         Py_XDECREF(type);
@@ -208,7 +187,7 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
             PyErr_Clear();
             cb3_raisef(ctx, ctx->h_BufferError, "%s must be a C-contiguous buffer", name);
         }
-        goto free_view;
+        goto done;
     }
     if (view->itemsize != 1 || !is_byte_format(view->format)) {
         /* The format string belongs to the view: copy it before the release. */
@@ -217,16 +196,13 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
         PyBuffer_Release(view);
         cb3_raisef(ctx, ctx->h_BufferError, "%s must be a buffer of bytes (item size 1), not format '%s'", name,
                    format);
-        goto free_view;
+        goto done;
     }
     out->ptr = (const uint8_t *)view->buf;
     out->len = (size_t)view->len;
     out->view = view;
     out->pinned = CB3_VIEWS_PINNED;
     status = 0;
-    goto done;
-free_view:
-    free_view(view);
 done:
     Py_DECREF(py);
     return status;
@@ -240,7 +216,6 @@ void cb3_buffer_release(HPyContext *ctx, cb3_buffer *buf)
     }
     if (buf->view != NULL) {
         PyBuffer_Release(buf->view);
-        free_view(buf->view);
         buf->view = NULL;
     }
 }
@@ -312,11 +287,7 @@ const cb3_buffer *cb3_borrow(HPyContext *ctx, cb3_borrowed *set, HPy obj, const 
     cb3_buffer *buf = &set->items[set->count];
     int optional = (flags & CB3_OPTIONAL) != 0;
     if (optional && HPy_IsNull(obj)) {
-        buf->ptr = NULL;
-        buf->len = 0;
-        buf->pinned = 1;
-        buf->view = NULL;
-        buf->copy = HPy_NULL;
+        buffer_empty(buf);
     } else if (cb3_buffer_get(ctx, obj, name, flags & CB3_WRITE, optional, buf) < 0) {
         return NULL;
     }

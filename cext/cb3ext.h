@@ -81,29 +81,16 @@ int cb3_raisef(HPyContext *ctx, HPy type, const char *format, ...)
 
 /* ---- buffers.c ---- */
 
-/* Where a buffer view lives. PyPy's Py_buffer is 1,112 bytes (CPython's 80):
- * four of them inline in every call frame (cb3_call, zeroed by CB3_CALL_INIT)
- * cost each PyPy call ~4.5 KB of zeroing, so there a view is malloc'ed only
- * when an argument needs one (CFLAGS=-DCB3_VIEW_ON_HEAP=1 builds that route
- * on CPython, for testing). */
-#if !defined(CB3_VIEW_ON_HEAP)
-#if defined(PYPY_VERSION)
-#define CB3_VIEW_ON_HEAP 1
-#else
-#define CB3_VIEW_ON_HEAP 0
-#endif
-#endif
-
 /* A contiguous byte buffer borrowed from a Python object for one call. */
 typedef struct {
     const uint8_t *ptr;
     size_t len;
     int pinned;     /* 1 if the memory stays put while the GIL is released (see buffers.c) */
-    Py_buffer *view; /* the view to release (and, CB3_VIEW_ON_HEAP, free), or NULL */
+    Py_buffer *view; /* &view_storage while a view is held (to release), or NULL */
     HPy copy;       /* an exact-bytes copy this buffer owns (PyPy, bytes subclasses), or HPy_NULL */
-#if !CB3_VIEW_ON_HEAP
-    Py_buffer view_storage; /* where `view` points when set */
-#endif
+    /* Inline even on PyPy, where a Py_buffer is 1,112 bytes: cb3_call_start
+     * does not zero it, and a malloc'ed view cost more (docs/design/pypy.md). */
+    Py_buffer view_storage;
 } cb3_buffer;
 
 /* Borrows the bytes of `obj` (bytes, bytearray, memoryview, mmap, array('B'),

@@ -11,8 +11,6 @@ routes with CPython's tools.
   memory and copied by HPyBytes_FromStringAndSize.
 - CB3_BYTES_VIA_HPY=0 (buffers.c; a measuring build): bytes arguments read
   through the buffer protocol like any other buffer.
-- CB3_VIEW_ON_HEAP=1 (cb3ext.h; PyPy's default): each buffer view malloc'ed
-  when an argument needs one, and freed on every path.
 
 The variant is built from this source tree (setup.py build, linking the
 installed package's libcb3.a: no cargo run) into a temporary directory, and
@@ -40,12 +38,13 @@ pytestmark = [
     ),
 ]
 
-VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY": 0, "CB3_VIEW_ON_HEAP": 1}
+VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY": 0}
 
 # What the switches change: every output (vectors, every API form, the smoke
-# set), every bytes input and its errors (the bad-input matrix), every buffer
-# view and its error paths (the leak tests: a view not freed grows RSS), and
-# the objects' attribute, subclass, pickle and copy behaviour.
+# set), every bytes input and its errors (the bad-input matrix), the output
+# blocks the HPy route malloc's and the views bytes take here (the leak
+# tests: a block not freed or a view not released grows RSS), and the
+# objects' attribute, subclass, pickle and copy behaviour.
 TESTS = [
     "tests/test_smoke_pypy.py",
     "tests/test_vectors.py",

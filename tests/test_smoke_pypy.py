@@ -173,10 +173,9 @@ class LyingBytearray(bytearray):
 
 
 def test_bytearray_routes():
-    # Buffers other than bytes are read through views (heap-allocated on
-    # PyPy): a shifted storage start, a subclass whose len() lies and a
-    # memoryview must all give the bytes route's result, and only the real
-    # size may be used.
+    # Buffers other than bytes are read through views: a shifted storage
+    # start, a subclass whose len() lies and a memoryview must all give the
+    # bytes route's result, and only the real size may be used.
     cipher = cb3.ChaCha20Blake3(KEY)
     data = bytes(range(200))
     sealed = cipher.encrypt(NONCE, data, b"ad")
@@ -207,7 +206,7 @@ def test_bytearray_routes():
 @pytest.mark.parametrize("code", ["I", "h", "d"])
 def test_format_error_names_the_format(code):
     # The message quotes the view's format string, which the view owns: it is
-    # copied before the view is released (and, on PyPy, freed).
+    # copied before the view is released.
     cipher = cb3.ChaCha20Blake3(KEY)
     with pytest.raises(BufferError, match=rf"^data must be a buffer of bytes \(item size 1\), not format '{code}'$"):
         cipher.encrypt(NONCE, array.array(code, [1, 2]))
