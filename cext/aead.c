@@ -66,19 +66,6 @@ static int check_out_size(HPyContext *ctx, const cb3_buffer *buf, size_t expecte
     return 0;
 }
 
-/* The count *_into returns. PyPy's HPyLong_FromInt32_t makes a small int
- * (space.newint), 236 instructions per call fewer than FromSize_t's
- * newlong_from_rarith_int; on CPython FromSize_t is the cheaper one
- * (docs/design/pypy.md, "Per-call cost"). */
-static HPy written_count(HPyContext *ctx, size_t written)
-{
-#if defined(PYPY_VERSION)
-    if (written <= INT32_MAX)
-        return HPyLong_FromInt32_t(ctx, (int32_t)written);
-#endif
-    return HPyLong_FromSize_t(ctx, written);
-}
-
 static cb3_result call(const cb3_aead *aead, method m, const call_args *a, cb3_output *out, cb3_output *tag,
                        size_t *written)
 {
@@ -182,7 +169,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
     }
     case ENCRYPT_INTO:
     case DECRYPT_INTO:
-        result = written_count(ctx, written);
+        result = cb3_count_new(ctx, written);
         break;
     case ENCRYPT_IN_PLACE:
         result = cb3_output_finish(ctx, tag);

@@ -312,3 +312,16 @@ void cb3_release_all(HPyContext *ctx, cb3_borrowed *set)
         cb3_buffer_release(ctx, &set->items[i]);
     set->count = 0;
 }
+
+/* PyPy's HPyLong_FromInt32_t makes a small int (space.newint), 236
+ * instructions per call fewer than FromSize_t's newlong_from_rarith_int; on
+ * CPython FromSize_t is the cheaper one (docs/design/pypy.md, "Per-call
+ * cost"). */
+HPy cb3_count_new(HPyContext *ctx, size_t count)
+{
+#if defined(PYPY_VERSION)
+    if (count <= INT32_MAX)
+        return HPyLong_FromInt32_t(ctx, (int32_t)count);
+#endif
+    return HPyLong_FromSize_t(ctx, count);
+}

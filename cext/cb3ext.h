@@ -186,6 +186,8 @@ typedef struct {
 int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out);
 HPy cb3_output_finish(HPyContext *ctx, cb3_output *out);   /* the bytes, or HPy_NULL; always releases */
 void cb3_output_discard(cb3_output *out);                  /* on failure; safe to repeat */
+/* A count of bytes (what the *_into calls return) as an int. */
+HPy cb3_count_new(HPyContext *ctx, size_t count);
 
 /* ---- args.c ---- */
 

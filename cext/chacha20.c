@@ -89,7 +89,7 @@ static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy k
     if (call.status < 0)
         goto done;
     result = m == UPDATE        ? cb3_output_finish(ctx, fresh)
-             : m == UPDATE_INTO ? HPyLong_FromSize_t(ctx, data->len)
+             : m == UPDATE_INTO ? cb3_count_new(ctx, data->len)
                                 : HPy_Dup(ctx, ctx->h_None);
 done:
     return cb3_call_end(ctx, &call, result);

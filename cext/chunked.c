@@ -74,7 +74,7 @@ static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwn
                  op(chunked, first, (uint32_t)last, data->ptr, data->len, (uint8_t *)out->ptr, out->len, &written));
     if (call.status < 0)
         goto done;
-    result = HPyLong_FromSize_t(ctx, written);
+    result = cb3_count_new(ctx, written);
 done:
     return cb3_call_end(ctx, &call, result);
 }
