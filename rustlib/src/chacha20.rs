@@ -199,10 +199,7 @@ impl<R: Rounds> Keystream<R> {
                 // runs of 16 by `chacha20_wide` where it runs on this CPU).
                 let bytes = count * CB3_CHACHA_BLOCK_SIZE;
                 self.load(block);
-                let input = match source {
-                    Source::InPlace => None,
-                    Source::Separate(input) => Some(&input[done..done + bytes]),
-                };
+                let input = source.input(done..done + bytes);
                 let nonce = crate::chacha20_wide::Nonce::Ietf(&self.nonce);
                 let wide = crate::chacha20_wide::xor(&self.key, nonce, (block % SEGMENT_BLOCKS) as u64, R::COUNT, input, &mut out[done..done + bytes]);
                 if wide > 0 {
@@ -237,11 +234,7 @@ impl<R: Rounds> Keystream<R> {
 
 /// `out[at..at + ks.len()] = data ^ ks`, the data coming from `source`.
 pub(crate) fn xor(source: &Source<'_>, out: &mut [u8], at: usize, ks: &[u8]) {
-    let input = match source {
-        Source::InPlace => None,
-        Source::Separate(input) => Some(&input[at..at + ks.len()]),
-    };
-    crate::ffi::buffers::xor_keystream(&mut out[at..at + ks.len()], input, ks);
+    crate::ffi::buffers::xor_keystream(&mut out[at..at + ks.len()], source.input(at..at + ks.len()), ks);
 }
 
 pub(crate) enum Engine {

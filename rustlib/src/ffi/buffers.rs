@@ -131,6 +131,17 @@ pub enum Source<'a> {
     Separate(&'a [u8]),
 }
 
+impl<'a> Source<'a> {
+    /// The input bytes of the output's `range`: None in place (the output
+    /// holds them).
+    pub fn input(&self, range: std::ops::Range<usize>) -> Option<&'a [u8]> {
+        match *self {
+            Source::InPlace => None,
+            Source::Separate(input) => Some(&input[range]),
+        }
+    }
+}
+
 /// `out = input XOR keystream` (`out ^= keystream` when `input` is None),
 /// as zips of flat slices, which the compiler turns into SIMD loops.
 pub fn xor_keystream(out: &mut [u8], input: Option<&[u8]>, keystream: &[u8]) {
