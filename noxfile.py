@@ -378,13 +378,20 @@ def wheels_step(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-
         # The aarch64 runs (one emulated process) go on beside the x86_64 ones.
         lanes.start("aarch64", lambda: RESULTS.__setitem__(
             "wheels-aarch64", all([wheels.test_wheel(v, "aarch64") for v, _ in wheels.ARM64_RUNS])))
-    # The wheels tested in Debian chroots go on in a lane beside those tested with the host's
-    # interpreters (two cores; each suite is one process).
-    pythons = wheel_pythons(opts)
-    in_chroot = [v for v in pythons if v in wheels.IN_CHROOT]
-    lanes.start("wheels-chroots", lambda: all([wheels.test_wheel(v) for v in in_chroot]))
-    results = [wheels.test_wheel(v) for v in pythons if v not in wheels.IN_CHROOT]
-    results.append(bool(lanes.wait("wheels-chroots")))
+    # Two workers (two cores; each suite is one process) take the x86_64 wheels from one list, PyPy's
+    # first: theirs are the longest suites, so neither worker is left with one at the end.
+    todo = sorted(wheel_pythons(opts), key=lambda v: v not in wheels.PYPY_RELEASE)
+
+    def worker() -> bool:
+        results = []
+        while True:
+            try:
+                version = todo.pop(0)
+            except IndexError:
+                return all(results)
+            results.append(wheels.test_wheel(version))
+    lanes.start("wheels-2", worker)
+    results = [worker(), bool(lanes.wait("wheels-2"))]
     if not RESULTS.get("built") or not all(results):
         raise RuntimeError("a wheel failed to build or its tests failed (log above)")
 

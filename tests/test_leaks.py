@@ -11,7 +11,6 @@ import sys
 from typing import Any, Callable
 
 import numpy as np
-import pytest
 import psutil
 import pytest
 
@@ -21,6 +20,8 @@ from helpers import MEASUREMENTS, seeded
 KEY = bytes(range(60, 92))
 NONCE = bytes(range(10, 34))
 AAD = b"leak-check header"
+
+pytestmark = pytest.mark.memory
 
 
 def expect(exc: type[BaseException], fn: Callable[[], Any]) -> Callable[[], None]:

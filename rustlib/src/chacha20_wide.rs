@@ -20,6 +20,7 @@ pub(crate) const UNIT_BYTES: usize = UNIT_BLOCKS * 64;
 
 /// The nonce, which also fixes the layout of the state's last row.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the x86_64 kernel reads the nonce
 pub(crate) enum Nonce<'a> {
     /// The original (DJB) layout: words 12-13 a 64-bit block counter
     /// (wrapping at 2^64, as the crate's does), 14-15 the nonce.

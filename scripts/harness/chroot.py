@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from .core import NO_RUST_PATH, TOOLS, apt_install, file_lock, run, say, test_pins
+from .core import NO_RUST_PATH, PIP_ENV, TOOLS, apt_install, file_lock, run, say, test_pins
 
 CHROOT_ENV = {"PATH": NO_RUST_PATH, "HOME": "/root", "LANG": "C.UTF-8",
               "PIP_CERT": "/etc/ssl/certs/ca-certificates.crt", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-              "PIP_DEFAULT_TIMEOUT": "180", "PYTHONDONTWRITEBYTECODE": "1"}
+              **PIP_ENV, "PYTHONDONTWRITEBYTECODE": "1"}
 CARGO_HOME = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
 RUSTUP_HOME = Path(os.environ.get("RUSTUP_HOME", Path.home() / ".rustup"))
 # The host's Rust toolchain as the chroot sees it (--rust).

@@ -40,6 +40,10 @@ ASV_VERSION = "0.6.6"
 HPY_SDIST = "hpy==0.9.0 --hash=sha256:4545310f3a7f9ac249c0f19a80a9b05f46565afb62b7e9225b79493b7b6c70cc"
 SUPPORTED = ((3, 11), (3, 15))
 PIP_QUIET = ["--quiet", "--disable-pip-version-check"]
+# PyPI downloads stall now and then: pip's default 15 s read timeout turned one into a failed step (CI, pyenv-3.12),
+# and pip does not retry a download that breaks off mid-file, so run() tries a download-only install again.
+PIP_ENV = {"PIP_DEFAULT_TIMEOUT": "180", "PIP_RETRIES": "10"}
+PIP_ATTEMPTS = 3
 
 
 def test_pins(python_version: str | None = None, path: Path | None = None) -> list[str]:
@@ -119,7 +123,35 @@ def run(argv: Sequence[object], *, cwd: Path | str | None = None, env: dict[str,
     clean_env). Output goes to `log` (a file), is captured, or goes to the
     step's output. check: raise CalledProcessError on a non-zero status."""
     args = [str(a) for a in argv]
-    full_env = dict(env or {}) if clean_env else {**os.environ, **(env or {})}
+    full_env = dict(env or {}) if clean_env else {**os.environ, **PIP_ENV, **(env or {})}
+    for attempt in range(1, PIP_ATTEMPTS if pip_downloads_only(args) else 1):
+        r = _run_once(args, cwd, full_env, log, False, capture, quiet, display)
+        if r.returncode == 0:
+            return r
+        say(f"--- pip install failed (exit {r.returncode}), attempt {attempt} of {PIP_ATTEMPTS}: trying again in "
+            f"{10 * attempt} s (PyPI downloads break off now and then)")
+        time.sleep(10 * attempt)
+    return _run_once(args, cwd, full_env, log, check, capture, quiet, display)
+
+
+def pip_downloads_only(args: Sequence[str]) -> bool:
+    """Whether args is a `pip install` of requirements only (pins, -r files), which only downloads:
+    trying one again is safe and cheap, unlike an install that builds a local tree or wheel."""
+    pip = next((i for i, a in enumerate(args) if (a == "pip" or a.endswith("/pip"))
+                and args[i + 1:i + 2] == ["install"]), None)
+    if pip is None or "--no-index" in args:
+        return False
+    rest = iter(args[pip + 2:])
+    for a in rest:
+        if a in ("-r", "--requirement", "-c", "--constraint", "--target", "-t", "--find-links", "-f"):
+            next(rest, None)  # the option's value
+        elif not a.startswith("-") and (a == "." or "/" in a or a.endswith(".whl")):
+            return False
+    return True
+
+
+def _run_once(args: list[str], cwd: Path | str | None, full_env: dict[str, str], log: Path | None, check: bool,
+              capture: bool, quiet: bool, display: str | None) -> subprocess.CompletedProcess[str]:
     if not quiet:
         shown = display or " ".join(args)
         say("+", shown if len(shown) < 300 else shown[:300] + " ...")

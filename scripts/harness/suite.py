@@ -186,7 +186,8 @@ def hpy_sdist() -> Path:
     return sdist
 
 
-DEBUG_MODE = "HPy debug mode, not slow/threads tests"
+DEBUG_MODE = "HPy debug mode, not slow/threads/memory tests"
+DEBUG_MODE_DESELECT = ["-m", "not slow and not threads and not memory"]  # pyproject.toml's markers say why
 
 
 def hpy_debug_run(python: str, venv: Path, where: str, pytest_args: Sequence[str] = ()) -> bool:
@@ -200,7 +201,7 @@ def hpy_debug_run(python: str, venv: Path, where: str, pytest_args: Sequence[str
     install_source(venv, env={"CB3_HPY_ABI": "hybrid"})
     return full_suite(Host(), str(venv / "bin/python"), Row(where, "pip install .", DEBUG_MODE),
                       name=venv.name, junit=WORK / f"junit-{venv.name}.xml", env={"HPY": "debug"}, selfcheck=False,
-                      pytest_args=["-m", "not slow and not threads", *pytest_args])
+                      pytest_args=[*DEBUG_MODE_DESELECT, *pytest_args])
 
 
 # ---- chroot source builds: an interpreter the host does not have ----------------------
@@ -227,7 +228,7 @@ def chroot_hpy_debug_run(name: str, pytest_args: Sequence[str] = ()) -> bool:
         venv = "/opt/cb3-debug-venv"
         p.ensure_venv(venv, [f"/opt/cb3-hpy-wheels/{wheel.name}"])
         return _chroot_build_and_suite(p, c, venv, ["tests"], DEBUG_MODE, {"CB3_HPY_ABI": "hybrid"},
-                                       ["-m", "not slow and not threads", *pytest_args], {"HPY": "debug"})
+                                       [*DEBUG_MODE_DESELECT, *pytest_args], {"HPY": "debug"})
 
 
 def _chroot_build_and_suite(p: chroots.Profile, c: chroots.Chroot, venv: str, tests: Sequence[str], mode: str,

@@ -390,7 +390,7 @@ def test_wheel(version: str, arch: str = "x86_64") -> bool:
         run([interpreter, "-m", "venv", venv_path])
         run([venv_path / "bin/pip", "install", *PIP_QUIET, "-r", src / "tests/requirements.txt"])
         run([venv_path / "bin/pip", "install", *PIP_QUIET, "--no-deps", "--only-binary", ":all:", wheel])
-        home = OUT / "home"
+        home = OUT / f"home-{version}"  # its own: two wheels' suites run at once
         shutil.rmtree(home, ignore_errors=True)
         home.mkdir()
         target = Host(clean={"PATH": f"{venv_path / 'bin'}:{NO_RUST_PATH}", "HOME": str(home), "LANG": "C.UTF-8",
