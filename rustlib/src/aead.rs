@@ -252,10 +252,11 @@ impl Secrets {
 
     /// `out = input XOR keystream` from block `counter` on for the whole
     /// kilobytes at the front of `out` where `chacha20_wide` runs on this
-    /// CPU; returns the bytes done (0 elsewhere).
-    fn xor_wide(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8]) -> usize {
+    /// CPU, and `copy` the same if given; returns the bytes done (0
+    /// elsewhere).
+    fn xor_wide(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8], copy: Option<&mut [u8]>) -> usize {
         let (enc_key, enc_nonce) = self.enc_key_nonce();
-        crate::chacha20_wide::xor(enc_key, crate::chacha20_wide::Nonce::Djb(enc_nonce), counter, 10, input, out)
+        crate::chacha20_wide::xor_copying(enc_key, crate::chacha20_wide::Nonce::Djb(enc_nonce), counter, 10, input, out, copy)
     }
 
     /// `xor` for messages of more than `chacha20_blocks::MAX_BLOCKS` blocks:
@@ -272,7 +273,7 @@ impl Secrets {
             Some(input) => (Some(&input[..whole]), Some(&input[whole..])),
             None => (None, None),
         };
-        if self.xor_wide(0, head_in, head) < whole {
+        if self.xor_wide(0, head_in, head, None) < whole {
             let blocks = match head_in {
                 Some(input) => InOutBuf::new(input, head).expect("same length"),
                 None => InOutBuf::from(head),
@@ -476,7 +477,7 @@ fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut [u8]) -> C
     let step = xor_piece_len();
     let pieces = out.len().div_ceil(step);
     for (index, (piece, from)) in out.chunks_mut(step).zip(input.chunks(step)).enumerate() {
-        xor_piece_from(&mut stream, from, piece, index + 1 == pieces)?;
+        xor_piece_from(&mut stream, from, piece, index + 1 == pieces, None)?;
     }
     Ok(())
 }
@@ -495,20 +496,31 @@ struct MessageKeystream<'a> {
 
 impl MessageKeystream<'_> {
     /// `out = input XOR keystream` (`out ^= keystream` when `input` is
-    /// None), advancing the position.
-    fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
+    /// None), advancing the position; `copy` (as long as `out`), if given,
+    /// gets the same bytes: from the kernel's registers where it runs, else
+    /// copied from `out`.
+    fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8], mut copy: Option<&mut [u8]>) -> Cb3Result<()> {
         let mut done = 0;
         if crate::chacha20_wide::available() && out.len() >= crate::chacha20_wide::UNIT_BYTES {
             let pos: u64 = self.stream.current_pos();
             let head = ((64 - pos % 64) % 64) as usize;
             self.xor_crate(input.map(|input| &input[..head]), &mut out[..head])?;
-            let wide = self.keys.xor_wide((pos + head as u64) / 64, input.map(|input| &input[head..]), &mut out[head..]);
+            let counter = (pos + head as u64) / 64;
+            let wide = self.keys.xor_wide(counter, input.map(|input| &input[head..]), &mut out[head..],
+                                          copy.as_deref_mut().map(|copy| &mut copy[head..]));
             if wide > 0 {
                 self.stream.try_seek(pos + (head + wide) as u64).map_err(|_| cb3_result::Panic)?;
             }
+            if let Some(copy) = copy.as_deref_mut() {
+                copy[..head].copy_from_slice(&out[..head]);
+            }
             done = head + wide;
         }
-        self.xor_crate(input.map(|input| &input[done..]), &mut out[done..])
+        self.xor_crate(input.map(|input| &input[done..]), &mut out[done..])?;
+        if let Some(copy) = copy {
+            copy[done..].copy_from_slice(&out[done..]);
+        }
+        Ok(())
     }
 
     fn xor_crate(&mut self, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
@@ -522,14 +534,18 @@ impl MessageKeystream<'_> {
 }
 
 /// `out = input XOR keystream` for one piece (`last`: the stream is not
-/// used again): one read of `input`, no copy pass before the XOR.
-fn xor_piece_from(stream: &mut MessageKeystream<'_>, input: &[u8], out: &mut [u8], last: bool) -> Cb3Result<()> {
+/// used again): one read of `input`, no copy pass before the XOR; `copy`
+/// (as long as `out`), if given, gets the same bytes (`MessageKeystream::xor`).
+fn xor_piece_from(stream: &mut MessageKeystream<'_>, input: &[u8], out: &mut [u8], last: bool, mut copy: Option<&mut [u8]>) -> Cb3Result<()> {
     let full = if last { input.len() / KEYSTREAM_RUN * KEYSTREAM_RUN } else { input.len() };
-    stream.xor(Some(&input[..full]), &mut out[..full])?;
+    stream.xor(Some(&input[..full]), &mut out[..full], copy.as_deref_mut().map(|copy| &mut copy[..full]))?;
     if full < input.len() {
         let mut run = Zeroizing::new([0u8; KEYSTREAM_RUN]);
-        stream.xor(None, &mut run[..])?;
+        stream.xor(None, &mut run[..], None)?;
         xor_keystream(&mut out[full..], Some(&input[full..]), &run[..]);
+        if let Some(copy) = copy {
+            copy[full..].copy_from_slice(&out[full..]);
+        }
     }
     Ok(())
 }
@@ -750,10 +766,11 @@ impl<'a> Pass<'a> {
 
 /// Encrypts into `out` (same length as the data) and returns the tag.
 ///
-/// Every byte of the data is read once, into a private piece buffer, where
-/// it is XORed and MACed before the ciphertext is copied to `out`: the tag
-/// covers exactly the ciphertext written, whatever anyone else writes into
-/// the input or `out` meanwhile. Messages of at least
+/// Every byte of the data is read once and XORed into a private piece
+/// buffer, where it is MACed; `out` gets the same ciphertext, stored from
+/// the same registers (`chacha20_wide::xor_copying`) or copied from the
+/// private buffer: the tag covers exactly the ciphertext written, whatever
+/// anyone else writes into the input or `out` meanwhile. Messages of at least
 /// `parallel::PARALLEL_MIN` bytes run on `pool`'s threads if it is given;
 /// the output does not depend on it.
 pub fn seal(
@@ -785,14 +802,18 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         let staged = &mut scratch[..prefix + range.len()];
         // SAFETY: each range is handled by one thread only.
         let target = unsafe { out.get(range.clone()) };
-        // The one read of the piece: XORed straight into the private buffer.
-        let input: &[u8] = match source {
-            Source::InPlace => &*target,
-            Source::Separate(input) => &input[range],
-        };
-        xor_piece_from(stream, input, &mut staged[prefix..], last)?;
+        // The one read of the piece: XORed straight into the private buffer,
+        // which the MAC then reads. The output gets the same bytes: stored
+        // from the same registers as the private ones where the kernel runs
+        // (no second pass), else copied from the private buffer.
+        match source {
+            Source::InPlace => {
+                xor_piece_from(stream, &*target, &mut staged[prefix..], last, None)?;
+                target.copy_from_slice(&staged[prefix..]);
+            }
+            Source::Separate(input) => xor_piece_from(stream, &input[range], &mut staged[prefix..], last, Some(target))?,
+        }
         mac.update(staged);
-        target.copy_from_slice(&staged[prefix..]);
         Ok(())
     };
     Pass::run(keys, aad, len, threads, &piece)
@@ -858,7 +879,7 @@ fn open_with(
                 mac.update(staged);
                 // SAFETY: each range is handled by one thread only.
                 let dst = unsafe { target.get(range) };
-                xor_piece_from(stream, &staged[prefix..], dst, last)
+                xor_piece_from(stream, &staged[prefix..], dst, last, None)
             };
             Pass::run(keys, aad, len, threads, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
         }

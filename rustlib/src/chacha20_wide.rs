@@ -49,22 +49,42 @@ pub(crate) fn available() -> bool {
 /// on. Returns the bytes done: `out.len()` rounded down to a multiple of
 /// `UNIT_BYTES`, or 0 where not `available()`.
 pub(crate) fn xor(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, double_rounds: usize, input: Option<&[u8]>, out: &mut [u8]) -> usize {
+    xor_copying(key, nonce, counter, double_rounds, input, out, None)
+}
+
+/// `xor`, also storing every output byte it writes into `copy` (at least as
+/// long as the bytes done) from the same register: the AEAD's private piece
+/// and the caller's output in one pass, where a copy of one into the other
+/// would be a second pass over both.
+pub(crate) fn xor_copying(
+    key: &[u8; 32],
+    nonce: Nonce<'_>,
+    counter: u64,
+    double_rounds: usize,
+    input: Option<&[u8]>,
+    out: &mut [u8],
+    copy: Option<&mut [u8]>,
+) -> usize {
     let units = out.len() / UNIT_BYTES;
     if units == 0 || !available() {
         return 0;
     }
     assert!(input.is_none_or(|input| input.len() >= units * UNIT_BYTES));
+    assert!(copy.as_ref().is_none_or(|copy| copy.len() >= units * UNIT_BYTES));
     #[cfg(target_arch = "x86_64")]
     {
         let mut state = State::new(key, nonce, counter);
         let src = input.map_or(out.as_ptr(), |input| input.as_ptr());
-        // SAFETY: `src` and `out` hold `units` units (`src` may be `out`,
-        // which `x86::xor_units` allows); AVX2 is detected (`available`).
-        unsafe { x86::xor_units(&state, double_rounds, src, out.as_mut_ptr(), units) };
+        let copy = copy.map_or(std::ptr::null_mut(), |copy| copy.as_mut_ptr());
+        // SAFETY: `src`, `out` and `copy` (unless null) hold `units` units
+        // (`src` may be `out`, which `x86::xor_units` allows; `copy` is a
+        // separate `&mut`, so it overlaps neither); AVX2 is detected
+        // (`available`).
+        unsafe { x86::xor_units(&state, double_rounds, src, out.as_mut_ptr(), copy, units) };
         state.wipe();
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (key, nonce, counter, double_rounds);
+    let _ = (key, nonce, counter, double_rounds, copy);
     units * UNIT_BYTES
 }
 
@@ -181,13 +201,14 @@ mod x86 {
     }
 
     /// `dst = src XOR keystream` for `units` units of 16 blocks (two passes
-    /// of 8 each).
+    /// of 8 each), and `copy` the same unless it is null.
     ///
     /// # Safety
-    /// `src` (which may equal `dst`, but must not otherwise overlap it) and
-    /// `dst` hold `units * UNIT_BYTES` bytes; the CPU has AVX2.
+    /// `src` (which may equal `dst`, but must not otherwise overlap it),
+    /// `dst` and `copy` (null, or overlapping neither) hold `units *
+    /// UNIT_BYTES` bytes; the CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn xor_units(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, units: usize) {
+    pub(super) unsafe fn xor_units(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, copy: *mut u8, units: usize) {
         let words = &state.words;
         let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         let step = _mm256_set1_epi32(LANES as i32);
@@ -224,7 +245,7 @@ mod x86 {
             let at = pass * LANES * 64;
             // SAFETY: the pass's 512 bytes lie within both buffers (the
             // caller's contract).
-            unsafe { store_pass(&x, src.add(at), dst.add(at)) };
+            unsafe { store_pass(&x, src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
             let next = _mm256_add_epi32(low, step);
             if state.wide {
                 high = _mm256_sub_epi32(high, less_than(next, low));
@@ -234,13 +255,14 @@ mod x86 {
     }
 
     /// Transposes the 16 words x 8 blocks of `x` into 8 blocks and XORs them
-    /// into the pass's bytes: `dst[..512] = src[..512] XOR blocks`.
+    /// into the pass's bytes: `dst[..512] = src[..512] XOR blocks`, and
+    /// `copy[..512]` the same unless `copy` is null.
     ///
     /// # Safety
-    /// `src` and `dst` hold 512 bytes; the CPU has AVX2.
+    /// `src`, `dst` and `copy` (unless null) hold 512 bytes; the CPU has AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn store_pass(x: &[__m256i; 16], src: *const u8, dst: *mut u8) {
+    unsafe fn store_pass(x: &[__m256i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
         // Stage 1, within each 128-bit half (blocks 4h..4h+3): a 4x4
         // transpose of each group of four words, so that y[g][k] holds, in
         // half h, words 4g..4g+3 of block 4h+k.
@@ -272,8 +294,11 @@ mod x86 {
                 // SAFETY: these 32 bytes of block `block` lie within the
                 // pass's 512 bytes.
                 unsafe {
-                    let data = _mm256_loadu_si256(src.add(at) as *const __m256i);
-                    _mm256_storeu_si256(dst.add(at) as *mut __m256i, _mm256_xor_si256(data, bytes));
+                    let data = _mm256_xor_si256(_mm256_loadu_si256(src.add(at) as *const __m256i), bytes);
+                    _mm256_storeu_si256(dst.add(at) as *mut __m256i, data);
+                    if !copy.is_null() {
+                        _mm256_storeu_si256(copy.add(at) as *mut __m256i, data);
+                    }
                 }
             }
         }
@@ -324,12 +349,18 @@ mod tests {
         assert_eq!(xor(key, nonce, counter, R::COUNT, None, &mut inplace), len);
         assert_eq!(&inplace[..len], &expected[..], "in place: {} rounds, counter {counter:#x}", 2 * R::COUNT);
         assert_eq!(&inplace[len..], &data[len..], "in place, past the units");
+        let (mut both, mut copy) = (vec![0x55u8; len + 64], vec![0x33u8; len + 64 + misalign]);
+        let copy = &mut copy[misalign..];
+        assert_eq!(xor_copying(key, nonce, counter, R::COUNT, Some(data), &mut both, Some(&mut copy[..])), len);
+        assert_eq!((&both[..len], &copy[..len]), (&expected[..], &expected[..]), "with a copy: counter {counter:#x}");
+        assert!(both[len..].iter().all(|&b| b == 0x55) && copy[len..].iter().all(|&b| b == 0x33), "past the units");
     }
 
     /// Bit for bit the crate's bytes: random keys and nonces; counters at 0
     /// and either side of 2^32 (the carry into the high word) and 2^64
     /// (where the DJB counter wraps); one to five units; every alignment of
-    /// the buffers to a 64-byte line; in place and out of place.
+    /// the buffers to a 64-byte line; in place, out of place, and out of
+    /// place with a copy.
     #[test]
     fn matches_the_crate() {
         if !available() {
