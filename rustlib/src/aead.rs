@@ -496,31 +496,31 @@ struct MessageKeystream<'a> {
 
 impl MessageKeystream<'_> {
     /// `out = input XOR keystream` (`out ^= keystream` when `input` is
-    /// None), advancing the position; `copy` (as long as `out`), if given,
-    /// gets the same bytes: from the kernel's registers where it runs, else
-    /// copied from `out`.
-    fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8], mut copy: Option<&mut [u8]>) -> Cb3Result<()> {
+    /// None), advancing the position. Where the kernel runs and `copy` (as
+    /// long as `out`) is given, the kernel stores the bytes it produces into
+    /// `copy` too, from the same registers; returns the range of `copy` so
+    /// written (the rest is the caller's to fill, `copy_unstored`).
+    fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8], copy: Option<&mut [u8]>) -> Cb3Result<Range<usize>> {
         let mut done = 0;
+        let mut stored = 0..0;
         if crate::chacha20_wide::available() && out.len() >= crate::chacha20_wide::UNIT_BYTES {
             let pos: u64 = self.stream.current_pos();
             let head = ((64 - pos % 64) % 64) as usize;
             self.xor_crate(input.map(|input| &input[..head]), &mut out[..head])?;
             let counter = (pos + head as u64) / 64;
+            let copied = copy.is_some();
             let wide = self.keys.xor_wide(counter, input.map(|input| &input[head..]), &mut out[head..],
-                                          copy.as_deref_mut().map(|copy| &mut copy[head..]));
+                                          copy.map(|copy| &mut copy[head..]));
             if wide > 0 {
                 self.stream.try_seek(pos + (head + wide) as u64).map_err(|_| cb3_result::Panic)?;
             }
-            if let Some(copy) = copy.as_deref_mut() {
-                copy[..head].copy_from_slice(&out[..head]);
+            if copied {
+                stored = head..head + wide;
             }
             done = head + wide;
         }
         self.xor_crate(input.map(|input| &input[done..]), &mut out[done..])?;
-        if let Some(copy) = copy {
-            copy[done..].copy_from_slice(&out[done..]);
-        }
-        Ok(())
+        Ok(stored)
     }
 
     fn xor_crate(&mut self, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
@@ -534,20 +534,24 @@ impl MessageKeystream<'_> {
 }
 
 /// `out = input XOR keystream` for one piece (`last`: the stream is not
-/// used again): one read of `input`, no copy pass before the XOR; `copy`
-/// (as long as `out`), if given, gets the same bytes (`MessageKeystream::xor`).
-fn xor_piece_from(stream: &mut MessageKeystream<'_>, input: &[u8], out: &mut [u8], last: bool, mut copy: Option<&mut [u8]>) -> Cb3Result<()> {
+/// used again): one read of `input`, no copy pass before the XOR; `copy`, if
+/// given, as in `MessageKeystream::xor` (returns the range it stored).
+fn xor_piece_from(stream: &mut MessageKeystream<'_>, input: &[u8], out: &mut [u8], last: bool, copy: Option<&mut [u8]>) -> Cb3Result<Range<usize>> {
     let full = if last { input.len() / KEYSTREAM_RUN * KEYSTREAM_RUN } else { input.len() };
-    stream.xor(Some(&input[..full]), &mut out[..full], copy.as_deref_mut().map(|copy| &mut copy[..full]))?;
+    let stored = stream.xor(Some(&input[..full]), &mut out[..full], copy.map(|copy| &mut copy[..full]))?;
     if full < input.len() {
         let mut run = Zeroizing::new([0u8; KEYSTREAM_RUN]);
         stream.xor(None, &mut run[..], None)?;
         xor_keystream(&mut out[full..], Some(&input[full..]), &run[..]);
-        if let Some(copy) = copy {
-            copy[full..].copy_from_slice(&out[full..]);
-        }
     }
-    Ok(())
+    Ok(stored)
+}
+
+/// Completes `target` as a copy of `from` (same length) around the range
+/// the kernel already stored into it.
+fn copy_unstored(target: &mut [u8], from: &[u8], stored: Range<usize>) {
+    target[..stored.start].copy_from_slice(&from[..stored.start]);
+    target[stored.end..].copy_from_slice(&from[stored.end..]);
 }
 
 /// `out = input XOR keystream` for the whole message, split over `threads`
@@ -806,13 +810,11 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         // which the MAC then reads. The output gets the same bytes: stored
         // from the same registers as the private ones where the kernel runs
         // (no second pass), else copied from the private buffer.
-        match source {
-            Source::InPlace => {
-                xor_piece_from(stream, &*target, &mut staged[prefix..], last, None)?;
-                target.copy_from_slice(&staged[prefix..]);
-            }
-            Source::Separate(input) => xor_piece_from(stream, &input[range], &mut staged[prefix..], last, Some(target))?,
-        }
+        let stored = match source {
+            Source::InPlace => xor_piece_from(stream, &*target, &mut staged[prefix..], last, None)?,
+            Source::Separate(input) => xor_piece_from(stream, &input[range], &mut staged[prefix..], last, Some(&mut *target))?,
+        };
+        copy_unstored(target, &staged[prefix..], stored);
         mac.update(staged);
         Ok(())
     };
@@ -879,7 +881,7 @@ fn open_with(
                 mac.update(staged);
                 // SAFETY: each range is handled by one thread only.
                 let dst = unsafe { target.get(range) };
-                xor_piece_from(stream, &staged[prefix..], dst, last, None)
+                xor_piece_from(stream, &staged[prefix..], dst, last, None).map(drop)
             };
             Pass::run(keys, aad, len, threads, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
         }
