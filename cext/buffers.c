@@ -232,6 +232,25 @@ int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
     if (len > (size_t)PY_SSIZE_T_MAX) {
         return cb3_raisef(ctx, ctx->h_OverflowError, "output of %zu bytes is too large", len);
     }
+#if CB3_OUTPUT_BYTEARRAY_MIN > 0
+    /* Pinned like the other routes: nothing else holds the bytearray until
+     * it is returned, so nothing can resize it, and its storage does not
+     * move until resized (on PyPy, PyByteArray_AsString makes it
+     * non-moving). */
+    out->array = NULL;
+    if (len >= CB3_OUTPUT_BYTEARRAY_MIN) {
+        out->array = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+        if (out->array == NULL)
+            return -1;
+        out->ptr = (uint8_t *)PyByteArray_AsString(out->array);
+        if (out->ptr == NULL) {
+            Py_CLEAR(out->array);
+            return -1;
+        }
+        out->len = len;
+        return 0;
+    }
+#endif
 #if CB3_OUTPUT_VIA_HPY
     /* A plain malloc per large output: a per-thread reusable block was tried
      * and measured no faster on PyPy (likely because glibc's dynamic mmap
@@ -260,6 +279,13 @@ int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
 
 HPy cb3_output_finish(HPyContext *ctx, cb3_output *out)
 {
+#if CB3_OUTPUT_BYTEARRAY_MIN > 0
+    if (out->array != NULL) {
+        HPy array = HPy_FromPyObject(ctx, out->array);
+        cb3_output_discard(out);
+        return array;
+    }
+#endif
 #if CB3_OUTPUT_VIA_HPY
     HPy result = HPyBytes_FromStringAndSize(ctx, (const char *)out->ptr, (HPy_ssize_t)out->len);
 #else
@@ -271,6 +297,10 @@ HPy cb3_output_finish(HPyContext *ctx, cb3_output *out)
 
 void cb3_output_discard(cb3_output *out)
 {
+#if CB3_OUTPUT_BYTEARRAY_MIN > 0
+    Py_XDECREF(out->array);
+    out->array = NULL;
+#endif
 #if CB3_OUTPUT_VIA_HPY
     free(out->heap);
     out->heap = NULL;

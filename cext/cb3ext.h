@@ -169,6 +169,26 @@ extern _Thread_local HPyContext *cb3_wait_ctx;
 
 #define CB3_OUTPUT_INLINE 128 /* 64-byte messages + tag stay on the stack */
 
+/* Outputs of at least CB3_OUTPUT_BYTEARRAY_MIN bytes (0: never) are made as
+ * a private bytearray, which cb3/_loading/signatures.py's forwarders turn
+ * into bytes at the Python level. For PyPy with HPy's cpython ABI (PyPy 8.0,
+ * cpyext): there every bytes object a C function returns gets a C copy of
+ * its contents (cpyext's PyBytesObject), made and freed per call, which cost
+ * ~0.7 ns per byte (a 1 MiB encrypt 5x CPython's time); a bytearray crosses
+ * as it is, and bytes() copies it inside PyPy (docs/design/pypy.md, "PyPy
+ * 8.0: bytes results"). The module exports the value as
+ * OUTPUT_BYTEARRAY_MIN. A CPython build may set it (CFLAGS) for testing. */
+#if !defined(CB3_OUTPUT_BYTEARRAY_MIN)
+#if defined(PYPY_VERSION) && defined(HPY_ABI_CPYTHON)
+#define CB3_OUTPUT_BYTEARRAY_MIN 1024
+#else
+#define CB3_OUTPUT_BYTEARRAY_MIN 0
+#endif
+#endif
+#if CB3_OUTPUT_BYTEARRAY_MIN > 0 && !defined(HPY_ABI_CPYTHON)
+#error "CB3_OUTPUT_BYTEARRAY_MIN needs HPy's cpython ABI (the bytearray is made through the C API)"
+#endif
+
 typedef struct {
     uint8_t *ptr;
     size_t len;
@@ -177,6 +197,9 @@ typedef struct {
     uint8_t inline_buf[CB3_OUTPUT_INLINE];
 #else
     PyObject *obj;
+#endif
+#if CB3_OUTPUT_BYTEARRAY_MIN > 0
+    PyObject *array; /* the private bytearray, or NULL */
 #endif
 } cb3_output;
 
@@ -254,6 +277,9 @@ static inline void cb3_call_start(cb3_call *call)
         call->out[i].heap = NULL;
 #else
         call->out[i].obj = NULL;
+#endif
+#if CB3_OUTPUT_BYTEARRAY_MIN > 0
+        call->out[i].array = NULL;
 #endif
     }
     call->status = 0;

@@ -160,6 +160,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
         add(ctx, module, "AUTO", HPyLong_FromLong(ctx, CB3_AUTO)) < 0 ||
         add(ctx, module, "BLAKE3_PARALLEL_MIN", HPyLong_FromLong(ctx, CB3_BLAKE3_PARALLEL_MIN)) < 0 ||
         add(ctx, module, "HPY_ABI", HPyUnicode_FromString(ctx, abi)) < 0 ||
+        add(ctx, module, "OUTPUT_BYTEARRAY_MIN", HPyLong_FromLong(ctx, CB3_OUTPUT_BYTEARRAY_MIN)) < 0 ||
         add(ctx, module, "BUILD_INTERPRETER", HPyUnicode_FromString(ctx, CB3_BUILD_INTERPRETER)) < 0 ||
         add(ctx, module, "BUILD_HPY_VERSION", HPyUnicode_FromString(ctx, CB3_BUILD_HPY_VERSION)) < 0)
         return -1;

@@ -239,11 +239,90 @@ def test_install_fills_in_where_the_interpreter_does_not():
 
 
 def test_install_leaves_cpython_builtins_alone():
-    if getattr(_cb3.hash, "__text_signature__", None):  # CPython: the docstring's signature
+    if _cb3.OUTPUT_BYTEARRAY_MIN > 0:  # PyPy 8.0: forwarders that make the results bytes
+        assert inspect.isfunction(cb3.hash) and cb3.hash is _cb3.hash
+        assert inspect.isfunction(vars(cb3.ChaCha20Blake3)["encrypt"])
+    elif getattr(_cb3.hash, "__text_signature__", None):  # CPython: the docstring's signature
         assert inspect.isbuiltin(cb3.hash) and cb3.hash is _cb3.hash
         assert type(vars(cb3.ChaCha20Blake3)["encrypt"]).__name__ == "method_descriptor"
-    else:  # PyPy: forwarders
+    else:  # PyPy 7.3: forwarders
         assert inspect.isfunction(cb3.hash)
+
+
+def test_install_makes_bytearray_results_bytes():
+    """An extension with OUTPUT_BYTEARRAY_MIN set (PyPy 8.0's build) gets a
+    forwarder on every public function and method, builtins included, that
+    turns bytearray results into bytes, alone or in a tuple, and leaves
+    other results, the arguments and the signature as they were."""
+    import types
+
+    module = types.ModuleType("fake_ext")
+    module.OUTPUT_BYTEARRAY_MIN = 1024  # type: ignore[attr-defined]
+    digest = FakeMethod("The hash.", bytearray(b"h" * 2000))
+    digest.__text_signature__ = "(data, length=32)"  # type: ignore[attr-defined]
+    module.hash = digest  # type: ignore[attr-defined]
+    module._private = FakeMethod("No signature: left alone.", bytearray(3))  # type: ignore[attr-defined]
+    detached = FakeMethod("encrypt_detached($self, nonce, data)\n--\n\nDetached.", (bytearray(b"c" * 2000), b"t" * 32))
+    count = FakeMethod("encrypt_into($self, nonce, data, buf)\n--\n\nInto.", 2032)
+
+    class Cipher:
+        pass
+
+    Cipher.encrypt_detached = detached  # type: ignore[attr-defined]
+    Cipher.encrypt_into = count  # type: ignore[attr-defined]
+    Cipher.upper = str.upper  # type: ignore[attr-defined]  # a method descriptor, as on cpyext
+    Cipher.__module__ = "fake_ext"
+    module.Cipher = Cipher  # type: ignore[attr-defined]
+    _signatures.install(module)
+
+    result = module.hash(b"x", length=2000)
+    assert type(result) is bytes and result == b"h" * 2000
+    assert digest.calls[-1] == ((b"x",), {"length": 2000})
+    assert str(inspect.signature(module.hash)) == "(data, length=32)" and module.hash.__doc__ == "The hash."
+    assert inspect.isfunction(vars(Cipher)["upper"]) and Cipher.upper("abc") == "ABC"  # type: ignore[attr-defined]
+    assert str(inspect.signature(Cipher.upper)) == "(self, /)"  # type: ignore[attr-defined]
+    assert isinstance(module._private, FakeMethod) and type(module._private()) is bytearray
+    ct, tag = Cipher().encrypt_detached(b"n", b"d")  # type: ignore[attr-defined]
+    assert type(ct) is bytes and ct == b"c" * 2000 and type(tag) is bytes
+    assert Cipher().encrypt_into(b"n", b"d", bytearray(2032)) == 2032  # type: ignore[attr-defined]
+    assert Cipher.encrypt_into.__qualname__ == "Cipher.encrypt_into"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("length", [0, 1000, 1023, 1024, 70_000])
+def test_every_output_is_bytes(length):
+    """Each call that makes new bytes returns exactly bytes, on both sides of
+    OUTPUT_BYTEARRAY_MIN (PyPy 8.0's build makes the large ones as
+    bytearrays first), with the same contents as the _into form."""
+    data = bytes(range(256)) * (length // 256) + bytes(length % 256)
+    cipher = cb3.ChaCha20Blake3(KEY)
+    sealed = cipher.encrypt(NONCE, data)
+    ct, tag = cipher.encrypt_detached(NONCE, data)
+    sent = cb3.Stream(KEY, NONCE).encrypt(data)
+    into = bytearray(length + 32)
+    assert cipher.encrypt_into(NONCE, data, None, into) == length + 32 and sealed == into == ct + tag
+    stream_key = bytes(32)
+    raw = cb3.chacha20.ChaCha20(stream_key, bytes(12)).update(data)
+    raw_into = bytearray(length)
+    cb3.chacha20.ChaCha20(stream_key, bytes(12)).update_into(data, raw_into)
+    results = {
+        "encrypt": sealed,
+        "decrypt": cipher.decrypt(NONCE, sealed),
+        "encrypt_detached": ct,
+        "encrypt_detached tag": tag,
+        "decrypt_detached": cipher.decrypt_detached(NONCE, ct, tag),
+        "encrypt_in_place tag": cipher.encrypt_in_place(NONCE, bytearray(data)),
+        "Stream.encrypt": sent,
+        "Stream.decrypt": cb3.Stream(KEY, NONCE).decrypt(sent),
+        "ChaCha20.update": raw,
+        "blake3.digest": cb3.blake3(data).digest(length),
+        "hash": cb3.hash(data, length),
+        "keyed_hash": cb3.keyed_hash(KEY, data, length),
+        "derive_key": cb3.derive_key("cb3 tests", data, length),
+    }
+    assert {name: type(value) for name, value in results.items()} == {name: bytes for name in results}
+    assert results["decrypt"] == results["decrypt_detached"] == results["Stream.decrypt"] == data
+    assert raw == raw_into
+    assert results["hash"] == cb3.blake3(data).digest(length) and cb3.blake3(data).hexdigest(length) == results["hash"].hex()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,9 @@ routes with CPython's tools.
   memory and copied by HPyBytes_FromStringAndSize.
 - CB3_BYTES_VIA_HPY=0 (buffers.c; a measuring build): bytes arguments read
   through the buffer protocol like any other buffer.
+- CB3_OUTPUT_BYTEARRAY_MIN=512 (cb3ext.h; PyPy 8.0's route, from 1024 bytes
+  there): outputs of 512 bytes and more made as private bytearrays, which
+  the Python forwarders turn into bytes.
 
 The variant is built from this source tree (setup.py build, linking the
 installed package's libcb3.a: no cargo run) into a temporary directory, and
@@ -38,7 +41,7 @@ pytestmark = [
     ),
 ]
 
-VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY": 0}
+VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY": 0, "CB3_OUTPUT_BYTEARRAY_MIN": 512}
 
 # What the switches change: every output (vectors, every API form, the smoke
 # set), every bytes input and its errors (the bad-input matrix), the output
@@ -54,6 +57,7 @@ TESTS = [
     "tests/test_hash.py::test_not_subclassable_nor_picklable",
     "tests/test_stream.py::test_message_index_read_only",
     "tests/test_chacha.py::test_argument_errors",
+    "tests/test_api_surface.py",
 ]
 
 # Each line: an operation on each type and what it raised (type and message).
@@ -120,10 +124,13 @@ def variant(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_variant_is_what_runs(variant: str) -> None:
-    check = run_python("-c", "import cb3; print(cb3._cb3.__file__); print(sorted(vars(cb3.blake3)))", pythonpath=variant)
+    check = run_python("-c", "import cb3; print(cb3._cb3.__file__); print(sorted(vars(cb3.blake3))); "
+                             "print(cb3._cb3.OUTPUT_BYTEARRAY_MIN, type(cb3.hash(bytes(10), 600)).__name__)",
+                       pythonpath=variant)
     assert check.returncode == 0, check.stderr
-    loaded, members = check.stdout.splitlines()
+    loaded, members, results = check.stdout.splitlines()
     assert loaded.startswith(variant)
+    assert results == "512 bytes"  # CB3_OUTPUT_BYTEARRAY_MIN took effect, and the forwarders
     for fix in ("__setattr__", "__delattr__", "__init_subclass__", "__reduce_ex__", "__reduce__"):
         assert repr(fix) in members, fix  # CB3_TYPE_FIXES_ON=1 took effect
 

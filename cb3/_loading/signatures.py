@@ -20,6 +20,14 @@ the signature line; classes get ``__signature__`` and the cleaned
 as CPython does, but ``inspect.signature`` of a class fails on the type's C
 ``__new__``: the classes get ``__signature__`` from ``__text_signature__``.
 On CPython :func:`install` changes nothing.
+
+Where the extension makes large outputs as private bytearrays (its
+``OUTPUT_BYTEARRAY_MIN`` is not 0: PyPy 8.0, where cpyext copies every bytes
+object a C function returns; cext/cb3ext.h), :func:`install` puts a forwarder
+in front of every public function and method, one that also turns those
+bytearrays into bytes (:func:`_as_bytes`): inside the interpreter, a copy
+that costs a fraction of cpyext's. No function of the extension returns a
+bytearray of the caller's, so every bytearray result is one of those.
 """
 
 from __future__ import annotations
@@ -98,13 +106,39 @@ def _hidden_signature(obj: object) -> tuple[str, str | None] | None:
     return None
 
 
-def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str) -> Callable[..., Any]:
-    found = _hidden_signature(target)
+def _signature_text(obj: object) -> tuple[str, str | None] | None:
+    """``(signature text, clean docstring)`` of any extension callable that
+    has one: hidden (above) or in CPython's ``__text_signature__``."""
+    found = _hidden_signature(obj)
+    if found is None and callable(obj) and getattr(obj, "__text_signature__", None):
+        found = obj.__text_signature__, obj.__doc__  # type: ignore[attr-defined]
+    return found
+
+
+def _as_bytes(result: Any) -> Any:
+    """The result with the extension's private output bytearrays (also in a
+    tuple: ``encrypt_detached``) made bytes."""
+    if result.__class__ is bytearray:
+        return bytes(result)
+    if result.__class__ is tuple:
+        return tuple(bytes(item) if item.__class__ is bytearray else item for item in result)
+    return result
+
+
+def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str, results: bool) -> Callable[..., Any]:
+    found = _signature_text(target)
     assert found is not None
     text, doc = found
 
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        return target(*args, **kwargs)
+    if results:
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return _as_bytes(target(*args, **kwargs))
+
+    else:
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return target(*args, **kwargs)
 
     forward.__name__ = name
     forward.__qualname__ = qualname
@@ -117,18 +151,26 @@ def _forwarder(target: Callable[..., Any], name: str, qualname: str, module: str
 def install(module: types.ModuleType) -> None:
     """Gives every function, method and class of the extension ``module`` a
     signature that :func:`inspect.signature` finds (see the module docstring).
-    Only acts where the interpreter does not read the docstring signatures."""
+    Only acts where the interpreter does not read the docstring signatures,
+    or where the extension returns bytearrays for bytes."""
+    results = getattr(module, "OUTPUT_BYTEARRAY_MIN", 0) > 0
     for name, obj in list(vars(module).items()):
         if isinstance(obj, type):
-            _install_class(obj)
-        elif _hidden_signature(obj) is not None:
-            setattr(module, name, _forwarder(obj, name, name, module.__name__))
+            _install_class(obj, results)
+        elif _wants_forwarder(name, obj, results):
+            setattr(module, name, _forwarder(obj, name, name, module.__name__, results))
 
 
-def _install_class(cls: type) -> None:
+def _wants_forwarder(name: str, obj: object, results: bool) -> bool:
+    if _hidden_signature(obj) is not None:
+        return True
+    return results and not name.startswith("_") and _signature_text(obj) is not None
+
+
+def _install_class(cls: type, results: bool) -> None:
     for name, attr in list(vars(cls).items()):
-        if not name.startswith("_") and _hidden_signature(attr) is not None:
-            setattr(cls, name, _forwarder(attr, name, f"{cls.__name__}.{name}", cls.__module__))
+        if not name.startswith("_") and _wants_forwarder(name, attr, results):
+            setattr(cls, name, _forwarder(attr, name, f"{cls.__name__}.{name}", cls.__module__, results))
     # CPython reads a type's signature from tp_doc and strips it from
     # __doc__. Where __doc__ still shows it (PyPy), the class gets
     # __signature__, which inspect consults before the HPy __new__.
