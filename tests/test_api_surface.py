@@ -288,7 +288,7 @@ def test_install_makes_bytearray_results_bytes():
     assert Cipher.encrypt_into.__qualname__ == "Cipher.encrypt_into"  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("length", [0, 1000, 1023, 1024, 70_000])
+@pytest.mark.parametrize("length", [0, 1000, 2015, 2016, 2048, 70_000])
 def test_every_output_is_bytes(length):
     """Each call that makes new bytes returns exactly bytes, on both sides of
     OUTPUT_BYTEARRAY_MIN (PyPy 8.0's build makes the large ones as
