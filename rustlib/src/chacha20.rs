@@ -13,7 +13,7 @@
 //! Engine: the RustCrypto `chacha20` crate's `ChaChaCore<R8|R12|R20, Ietf>`
 //! (its AVX-512/AVX2/SSE2/NEON backends, picked at run time) for every
 //! variant, since it is the one core the crate exposes for all three round
-//! counts; on CPUs with AVX2 but not AVX-512, whole runs of 16 blocks go to
+//! counts; on CPUs with AVX2 or AVX-512, whole runs of 16 blocks go to
 //! cb3's own `chacha20_wide` instead (the same bytes, checked against this
 //! core). The two other layouts map onto it exactly:
 //!
