@@ -27,7 +27,8 @@ pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
 /// Measured by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path`
 /// (which fails if a backend or compiler goes deeper; each depth is about a
 /// quarter more than its measure), in bytes of stack written: with AVX-512
-/// (Zen 4) 1736, 4064 and 5656; without, natively with AVX2 (Zen 3) and
+/// (Zen 4) 1768, 4064 and 5656 (1736 for the first before cb3's 16-block
+/// ChaCha kernel; 2026-12-04); without, natively with AVX2 (Zen 3) and
 /// under `qemu-x86_64 -cpu Haswell` and `-cpu Nehalem` (SSE2), 1768,
 /// 2432-3024 and 5912-6232. aarch64 (larger frames) keeps `SCRUB_BYTES` and
 /// `WIDE_SCRUB_BYTES`.
