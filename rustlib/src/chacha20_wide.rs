@@ -249,6 +249,48 @@ mod x86 {
         };
     }
 
+    /// The 16 state words of one pass's blocks (one word of every block per
+    /// register) after the rounds and the feed-forward of the input state:
+    /// `words` broadcast, with the per-lane counter words `low` and `high`.
+    macro_rules! keystream_pass {
+        ($set1:ident, $add:ident, $xor:ident, $rotl:ident, $words:expr, $low:expr, $high:expr, $double_rounds:expr) => {{
+            let words = $words;
+            let mut x = std::array::from_fn::<_, 16, _>(|i| $set1(words[i] as i32));
+            x[12] = $low;
+            x[13] = $high;
+            for _ in 0..$double_rounds {
+                double_round!($add, $xor, $rotl, x);
+            }
+            for (i, word) in x.iter_mut().enumerate() {
+                let input = match i {
+                    12 => $low,
+                    13 => $high,
+                    _ => $set1(words[i] as i32),
+                };
+                *word = $add(*word, input);
+            }
+            x
+        }};
+    }
+
+    /// The first stage of the transpose, within each 128-bit lane h (blocks
+    /// 4h..4h+3): a 4x4 transpose of each group of four words, so that
+    /// `y[g][k]` holds, in lane h, words 4g..4g+3 of block 4h+k.
+    macro_rules! transpose_lanes {
+        ($x:expr, $zero:expr, $lo32:ident, $hi32:ident, $lo64:ident, $hi64:ident) => {{
+            let mut y = [[$zero; 4]; 4];
+            for g in 0..4 {
+                let p = &$x[4 * g..4 * g + 4];
+                let u0 = $lo32(p[0], p[1]);
+                let u1 = $hi32(p[0], p[1]);
+                let u2 = $lo32(p[2], p[3]);
+                let u3 = $hi32(p[2], p[3]);
+                y[g] = [$lo64(u0, u2), $hi64(u0, u2), $lo64(u1, u3), $hi64(u1, u3)];
+            }
+            y
+        }};
+    }
+
     /// Unsigned `a < b` in each lane, as all ones or zero (AVX2 compares
     /// signed: flipping the top bits of both makes it unsigned).
     #[inline]
@@ -279,20 +321,7 @@ mod x86 {
             high = _mm256_sub_epi32(high, less_than(low, lanes));
         }
         for pass in 0..units * super::UNIT_BLOCKS / LANES {
-            let mut x: [__m256i; 16] = std::array::from_fn(|i| _mm256_set1_epi32(words[i] as i32));
-            x[12] = low;
-            x[13] = high;
-            for _ in 0..double_rounds {
-                double_round!(_mm256_add_epi32, _mm256_xor_si256, rotl, x);
-            }
-            for (i, word) in x.iter_mut().enumerate() {
-                let input = match i {
-                    12 => low,
-                    13 => high,
-                    _ => _mm256_set1_epi32(words[i] as i32),
-                };
-                *word = _mm256_add_epi32(*word, input);
-            }
+            let x: [__m256i; 16] = keystream_pass!(_mm256_set1_epi32, _mm256_add_epi32, _mm256_xor_si256, rotl, words, low, high, double_rounds);
             let at = pass * LANES * 64;
             // SAFETY: the pass's 512 bytes lie within both buffers (the
             // caller's contract).
@@ -314,23 +343,8 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn store_pass(x: &[__m256i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
-        // Stage 1, within each 128-bit half (blocks 4h..4h+3): a 4x4
-        // transpose of each group of four words, so that y[g][k] holds, in
-        // half h, words 4g..4g+3 of block 4h+k.
-        let mut y = [[_mm256_setzero_si256(); 4]; 4];
-        for g in 0..4 {
-            let p = &x[4 * g..4 * g + 4];
-            let u0 = _mm256_unpacklo_epi32(p[0], p[1]);
-            let u1 = _mm256_unpackhi_epi32(p[0], p[1]);
-            let u2 = _mm256_unpacklo_epi32(p[2], p[3]);
-            let u3 = _mm256_unpackhi_epi32(p[2], p[3]);
-            y[g] = [
-                _mm256_unpacklo_epi64(u0, u2),
-                _mm256_unpackhi_epi64(u0, u2),
-                _mm256_unpacklo_epi64(u1, u3),
-                _mm256_unpackhi_epi64(u1, u3),
-            ];
-        }
+        // Stage 1, within each 128-bit half h (blocks 4h..4h+3).
+        let y = transpose_lanes!(x, _mm256_setzero_si256(), _mm256_unpacklo_epi32, _mm256_unpackhi_epi32, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64);
         // Stage 2: block 4h+k is halves h of y[0][k], y[1][k] (its first 32
         // bytes) and y[2][k], y[3][k] (its last 32).
         for k in 0..4 {
@@ -380,20 +394,7 @@ mod x86 {
             high = _mm512_mask_add_epi32(high, _mm512_cmplt_epu32_mask(low, lanes), high, one);
         }
         for unit in 0..units {
-            let mut x: [__m512i; 16] = std::array::from_fn(|i| _mm512_set1_epi32(words[i] as i32));
-            x[12] = low;
-            x[13] = high;
-            for _ in 0..double_rounds {
-                double_round!(_mm512_add_epi32, _mm512_xor_si512, rotl512, x);
-            }
-            for (i, word) in x.iter_mut().enumerate() {
-                let input = match i {
-                    12 => low,
-                    13 => high,
-                    _ => _mm512_set1_epi32(words[i] as i32),
-                };
-                *word = _mm512_add_epi32(*word, input);
-            }
+            let x: [__m512i; 16] = keystream_pass!(_mm512_set1_epi32, _mm512_add_epi32, _mm512_xor_si512, rotl512, words, low, high, double_rounds);
             let at = unit * super::UNIT_BYTES;
             // SAFETY: the unit's 1024 bytes lie within both buffers (the
             // caller's contract).
@@ -416,23 +417,8 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn store_unit_avx512(x: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
-        // Stage 1, within each 128-bit lane h (blocks 4h..4h+3), as in
-        // `store_pass`: y[g][k] holds, in lane h, words 4g..4g+3 of block
-        // 4h+k.
-        let mut y = [[_mm512_setzero_si512(); 4]; 4];
-        for g in 0..4 {
-            let p = &x[4 * g..4 * g + 4];
-            let u0 = _mm512_unpacklo_epi32(p[0], p[1]);
-            let u1 = _mm512_unpackhi_epi32(p[0], p[1]);
-            let u2 = _mm512_unpacklo_epi32(p[2], p[3]);
-            let u3 = _mm512_unpackhi_epi32(p[2], p[3]);
-            y[g] = [
-                _mm512_unpacklo_epi64(u0, u2),
-                _mm512_unpackhi_epi64(u0, u2),
-                _mm512_unpacklo_epi64(u1, u3),
-                _mm512_unpackhi_epi64(u1, u3),
-            ];
-        }
+        // Stage 1, within each 128-bit lane h (blocks 4h..4h+3).
+        let y = transpose_lanes!(x, _mm512_setzero_si512(), _mm512_unpacklo_epi32, _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64);
         // Stage 2: block 4h+k is lanes h of y[0][k], y[1][k], y[2][k] and
         // y[3][k]. Pair the lanes of y[0], y[1] (and of y[2], y[3]) first,
         // then pick every other lane of two pairs: 0x88 takes lanes 0 and 2
