@@ -81,16 +81,20 @@ pub(crate) fn xor_copying(
     copy: Option<&mut [u8]>,
 ) -> usize {
     match kernel() {
-        Some(kernel) => xor_with(kernel, key, nonce, counter, double_rounds, input, out, copy),
+        // SAFETY: `kernel()` is a kernel this CPU runs.
+        Some(kernel) => unsafe { xor_with(kernel, key, nonce, counter, double_rounds, input, out, copy) },
         None => 0,
     }
 }
 
-/// `xor_copying` on the given kernel, which this CPU must run (`kernel()`,
-/// or for the tests any kernel whose features it has).
+/// `xor_copying` on the given kernel.
+///
+/// # Safety
+/// The CPU has the kernel's features (`kernel()`, or for the tests any
+/// kernel whose features are detected).
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn xor_with(
+unsafe fn xor_with(
     kernel: Kernel,
     key: &[u8; 32],
     nonce: Nonce<'_>,
@@ -114,7 +118,7 @@ fn xor_with(
         // SAFETY: `src`, `out` and `copy` (unless null) hold `units` units
         // (`src` may be `out`, which the kernels allow; `copy` is a separate
         // `&mut`, so it overlaps neither); the CPU has the kernel's features
-        // (the caller's contract, from `kernel()`).
+        // (this function's contract).
         unsafe {
             match kernel {
                 Kernel::Avx2 => x86::xor_units(&state, double_rounds, src, out.as_mut_ptr(), copy, units),
@@ -497,8 +501,9 @@ mod tests {
 
     #[allow(clippy::too_many_arguments)]
     fn check<R: Rounds>(kernel: Kernel, key: &[u8; 32], nonce: Nonce<'_>, counter: u64, units: usize, misalign: usize, state: &mut u64) {
-        let xor = |key: &[u8; 32], nonce, counter, rounds, input, out: &mut [u8]| xor_with(kernel, key, nonce, counter, rounds, input, out, None);
-        let xor_copying = |key: &[u8; 32], nonce, counter, rounds, input, out: &mut [u8], copy| xor_with(kernel, key, nonce, counter, rounds, input, out, copy);
+        // SAFETY (both): `kernel` comes from `kernels_here`, whose features are detected.
+        let xor = |key: &[u8; 32], nonce, counter, rounds, input, out: &mut [u8]| unsafe { xor_with(kernel, key, nonce, counter, rounds, input, out, None) };
+        let xor_copying = |key: &[u8; 32], nonce, counter, rounds, input, out: &mut [u8], copy| unsafe { xor_with(kernel, key, nonce, counter, rounds, input, out, copy) };
         let len = units * UNIT_BYTES;
         let backing = random(state, len + misalign + 64);
         let data = &backing[misalign..misalign + len + 64]; // 64 bytes more than the units
@@ -590,7 +595,9 @@ mod tests {
         .unwrap();
         let mut unit = vec![0u8; UNIT_BYTES];
         unit[..plaintext.len()].copy_from_slice(plaintext);
-        assert_eq!(xor_with(kernel, &key, Nonce::Ietf(&nonce), 1, 10, None, &mut unit, None), UNIT_BYTES, "{kernel:?}");
+        // SAFETY: `kernel` comes from `kernels_here`, whose features are detected.
+        let done = unsafe { xor_with(kernel, &key, Nonce::Ietf(&nonce), 1, 10, None, &mut unit, None) };
+        assert_eq!(done, UNIT_BYTES, "{kernel:?}");
         assert_eq!(hex::encode(&unit[..plaintext.len()]), hex::encode(&expected), "{kernel:?}");
     }
 }
