@@ -25,6 +25,16 @@ static HPy cache_tuning_impl(HPyContext *ctx, HPy self)
     return HPyUnicode_FromString(ctx, cb3_cache_tuning());
 }
 
+HPyDef_METH(panic_boundary_check, "panic_boundary_check", HPyFunc_NOARGS,
+            .doc = "panic_boundary_check()\n--\n\nUnwinds a deliberate Rust panic to the boundary every export runs in and\n"
+                   "returns the message of the result it made (CB3_RESULT_PANIC's). A build whose unwinder\n"
+                   "cannot do that aborts instead, as it would on any panic (rustlib/src/ffi/info.rs).")
+static HPy panic_boundary_check_impl(HPyContext *ctx, HPy self)
+{
+    (void)self;
+    return HPyUnicode_FromString(ctx, cb3_result_message((unsigned)cb3_panic_boundary_check()));
+}
+
 /* module.name = value, a new handle (HPy_NULL: its error is set). */
 static int add(HPyContext *ctx, HPy module, const char *name, HPy value)
 {
@@ -168,7 +178,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 }
 
 static HPyDef *module_defines[] = {
-    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &bench_reference,
+    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check, &bench_reference,
     &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
     &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
 };

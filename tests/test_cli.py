@@ -79,6 +79,9 @@ def test_default_command_is_selftest(tmp_path):
     quick = python_m_cb3("selftest", "--no-throughput", cwd=tmp_path)
     assert (quick.returncode, quick.stderr) == (0, "")
     assert quick.stdout.splitlines()[-1] == "known-answer tests: 3 passed"
+    assert quick.stdout.splitlines()[-2] == (
+        "panic boundary: a deliberate panic unwound to it ('internal error: a Rust panic was caught at the C boundary')"
+    )
     assert default.stdout.startswith(quick.stdout)
     assert "encrypt throughput" in default.stdout
 
@@ -92,6 +95,14 @@ def test_selftest_failure_exits_1(capsys, monkeypatch):
     monkeypatch.setattr(selftest, "run", broken)
     assert main(["selftest", "--no-throughput"]) == 1
     assert "known-answer tests: FAILED: vector 1" in capsys.readouterr().err
+
+
+def test_selftest_fails_when_the_panic_boundary_does_not_answer(capsys, monkeypatch):
+    from cb3 import _cb3
+
+    monkeypatch.setattr(_cb3, "panic_boundary_check", lambda: "success")
+    assert main(["selftest", "--no-throughput"]) == 1
+    assert "panic boundary: FAILED: success" in capsys.readouterr().err
 
 
 def test_closed_pipe_is_quiet(tmp_path):

@@ -83,6 +83,16 @@ def test_shared_cipher_eight_threads() -> None:
     assert done == [150] * 8
 
 
+def test_panics_unwind_to_the_boundary_from_eight_threads() -> None:
+    """Eight threads unwinding deliberate panics at once (the unwinder's
+    frame caches are shared), each caught at the C boundary."""
+    from cb3 import _cb3
+
+    results: list[str] = []
+    run_threads([lambda: results.extend(_cb3.panic_boundary_check() for _ in range(200)) for _ in range(8)])
+    assert results == ["internal error: a Rust panic was caught at the C boundary"] * 1600
+
+
 # ---- GIL release, proved by overlap ------------------------------------------------
 #
 # Each thread records [start, end] of every call with time.perf_counter (a

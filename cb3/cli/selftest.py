@@ -131,6 +131,12 @@ def command(args: argparse.Namespace) -> int:
     print(f"HPy ABI: {cb3.HPY_ABI}")
     print(f"SIMD: {cb3.simd_backend()} ({cpu_name()})")
     print(f"caches: {_cb3.cache_tuning()}")
+    # A build whose unwinder cannot reach the panic boundary aborts right here.
+    caught = _cb3.panic_boundary_check()
+    if "panic was caught" not in caught:
+        print(f"panic boundary: FAILED: {caught}", file=sys.stderr)
+        return 1
+    print(f"panic boundary: a deliberate panic unwound to it ({caught!r})")
     try:
         passed = run()
     except (AssertionError, DecryptionError) as e:

@@ -1232,6 +1232,17 @@ const char *cb3_simd_backend(void);
 const char *cb3_cache_tuning(void);
 
 /**
+ * Unwinds a deliberate panic from inside the panic boundary that every
+ * export runs in, and returns what the boundary made of it:
+ * `CB3_RESULT_PANIC`. Prints nothing (the unwind starts without the panic
+ * hook). The boundary needs an unwinder that can walk Rust's frames; a
+ * program that links libcb3.a with one that cannot aborts here instead, as
+ * it would on any panic. `python -m cb3` and the tests call it, so every
+ * build, each wheel included, shows that its unwinder works.
+ */
+enum cb3_result cb3_panic_boundary_check(void);
+
+/**
  * Sets the process-wide wait hooks, for language bindings with an
  * interpreter lock: when a call finds an object's lock held by another
  * thread, it calls `begin()` on the calling thread, blocks until the lock

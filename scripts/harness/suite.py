@@ -87,7 +87,10 @@ def full_suite(target: Host | InChroot, python: str, row: Row, *, name: str, tes
     basetemp = basetemp_in or str(pytest_basetemp(name))
     junit.unlink(missing_ok=True)
     env = {**(env or {}), "CB3_HPY_SDIST": _visible_hpy_sdist(target)}
-    r = target.run([python, "-P", "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
+    # --capture=sys: what C code writes to fd 2 reaches the log as it is written, so a suite that dies
+    # (an abort's message from Rust, glibc or RPython) says why; fd capture would lose it with the process.
+    r = target.run([python, "-P", "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "--capture=sys",
+                    f"--basetemp={basetemp}",
                     f"--junitxml={junit_in or junit}", *pytest_args], cwd=src, env=env, check=False, log=log)
     if log:
         lines = log.read_text(errors="replace").splitlines()

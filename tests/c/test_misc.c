@@ -1,4 +1,4 @@
-/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_bench_reference and the header's
+/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_panic_boundary_check, cb3_bench_reference and the header's
  * constants and version macros. */
 #include <stdint.h>
 
@@ -90,6 +90,13 @@ static void test_cache_tuning(void)
     printf("cache tuning: %s\n", tuning ? tuning : "(null)");
 }
 
+static void test_panic_boundary(void)
+{
+    /* Twice: the first unwind leaves nothing behind that stops the second. */
+    CHECK(cb3_panic_boundary_check() == CB3_RESULT_PANIC);
+    CHECK(cb3_panic_boundary_check() == CB3_RESULT_PANIC);
+}
+
 static void test_constants(void)
 {
     CHECK(CB3_KEY_SIZE == 32);
@@ -122,6 +129,7 @@ int main(void)
     test_version();
     test_simd_backend();
     test_cache_tuning();
+    test_panic_boundary();
     test_constants();
     return check_summary("test_misc");
 }

@@ -1,8 +1,9 @@
-//! Version and build facts for `python -m cb3` and C users: `cb3_version`, `cb3_simd_backend`, `cb3_cache_tuning`.
+//! Version and build facts for `python -m cb3` and C users: `cb3_version`, `cb3_simd_backend`, `cb3_cache_tuning`,
+//! and `cb3_panic_boundary_check`, which proves that the build can unwind to its panic boundary.
 
 use std::ffi::{c_char, CStr};
 
-use crate::ffi::errors::ffi_boundary_or;
+use crate::ffi::errors::{cb3_result, ffi_boundary, ffi_boundary_or};
 use crate::info::simd_backend;
 
 const VERSION: &CStr = {
@@ -39,4 +40,27 @@ pub extern "C" fn cb3_simd_backend() -> *const c_char {
 #[no_mangle]
 pub extern "C" fn cb3_cache_tuning() -> *const c_char {
     ffi_boundary_or(c"unknown".as_ptr(), || crate::cache::describe().as_ptr())
+}
+
+/// Unwinds a deliberate panic from inside the panic boundary that every
+/// export runs in, and returns what the boundary made of it:
+/// `CB3_RESULT_PANIC`. Prints nothing (the unwind starts without the panic
+/// hook). The boundary needs an unwinder that can walk Rust's frames; a
+/// program that links libcb3.a with one that cannot aborts here instead, as
+/// it would on any panic. `python -m cb3` and the tests call it, so every
+/// build, each wheel included, shows that its unwinder works.
+#[no_mangle]
+pub extern "C" fn cb3_panic_boundary_check() -> cb3_result {
+    ffi_boundary(|| std::panic::resume_unwind(Box::new("cb3_panic_boundary_check")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_boundary_catches_the_deliberate_panic() {
+        assert_eq!(cb3_panic_boundary_check(), cb3_result::Panic);
+        assert_eq!(cb3_panic_boundary_check(), cb3_result::Panic); // the panic count went back to 0
+    }
 }
