@@ -138,7 +138,7 @@ def check_header(section):
     assert ("CPython" in header or "PyPy" in header) and f"cb3 {cb3.__version__} (SIMD {cb3.simd_backend()};" in header
     # The cache sizes (and the piece sizes cb3 derived from them): "?" for a size the machine does not tell.
     size = r"(\d+ (B|KiB|MiB)|\?)"
-    assert re.search(f"caches L1d {size}, L2 {size}, L3 {size} \\((sysfs|cpuid|default)\\); piece ", header)
+    assert re.search(f"caches L1d {size}, L2 {size}, L3 {size} \\((sysfs|cpuid|default)\\); seal piece ", header)
     assert f"caches {_cb3.cache_tuning()}" in header
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| size")]
     assert len(rows) == len(targets.TARGETS)

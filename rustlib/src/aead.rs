@@ -60,18 +60,29 @@ fn xor_piece_len() -> usize {
     crate::cache::tuning().1.xor_piece
 }
 
-/// Bytes per piece of the one pass over a message (see `process`): each
-/// piece is copied from the caller into memory no one else can see, then
-/// XORed and MACed there while it is in L2 (half this CPU's L2:
-/// `cache::Pieces::piece`). Pieces are aligned in the MAC input (which
+/// Bytes per piece of the one pass over a message that `seal` makes: each
+/// piece of the data is XORed into memory no one else can see (and into the
+/// output) and MACed there while it is in L2 (this CPU's L2:
+/// `cache::Pieces::seal_piece`). Pieces are aligned in the MAC input (which
 /// starts with the associated data), so BLAKE3 hashes every piece but the
 /// first 16 chunks at a time.
-fn piece_len() -> usize {
+fn seal_piece_len() -> usize {
     #[cfg(test)]
     if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
         return n;
     }
-    crate::cache::tuning().1.piece
+    crate::cache::tuning().1.seal_piece
+}
+
+/// The same for `open`'s pass, which copies each piece of the ciphertext
+/// into private memory and MACs it there (half this CPU's L2:
+/// `cache::Pieces::open_piece`; at most `seal_piece_len()`).
+fn open_piece_len() -> usize {
+    #[cfg(test)]
+    if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
+        return n;
+    }
+    crate::cache::tuning().1.open_piece
 }
 
 /// A tag as `seal` returns it: 16-byte aligned, so that the copies of the
@@ -346,7 +357,7 @@ fn on_stack<const N: usize, R>(work: impl FnOnce(*mut u8) -> R) -> R {
     work(buf.as_mut_ptr() as *mut u8)
 }
 
-/// Runs `work` on this thread's piece buffer, at least `len` (and `piece_len()`)
+/// Runs `work` on this thread's piece buffer, at least `len` (and `seal_piece_len()`)
 /// bytes: kept between calls (allocating and zeroing 256 KiB per call cost
 /// a few % at 1 MiB), or a new one if a piece function ever ran a nested
 /// pass on this thread.
@@ -364,7 +375,7 @@ fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> 
         // Slack behind the bytes asked for: blake3's AVX2 `hash_many` reads
         // 16 bytes past each chunk it hashes, and a piece may fill the
         // buffer up to `len` (see blake3_compressions.rs).
-        let want = len.max(piece_len()) + SCRATCH_SLACK;
+        let want = len.max(seal_piece_len()) + SCRATCH_SLACK;
         if scratch.len() < want {
             scratch.try_reserve_exact(want - scratch.len()).map_err(|_| cb3_result::OutOfMemory)?;
             scratch.resize(want, 0);
@@ -634,7 +645,7 @@ const SCRATCH_SLACK: usize = 64;
 
 thread_local! {
     /// Each thread's piece buffer for `seal` and the direct path's staging
-    /// (`piece_len()` bytes, allocated on its first message with more than one
+    /// (`seal_piece_len()` bytes, allocated on its first message with more than one
     /// chunk of MAC input and kept; it only ever holds ciphertext and
     /// associated data when a call returns).
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -643,7 +654,7 @@ thread_local! {
 /// One pass over a message: the MAC input `aad || le64(|aad|) || ct ||
 /// le64(|ct|)` as a BLAKE3 tree (with the `hazmat` subtree functions), whose
 /// leaves run on the pool's threads when `threads > 1` and are cut into
-/// pieces of `piece_len()` bytes, each handed to `piece`. Returns the tag; the
+/// pieces of `piece_len` bytes, each handed to `piece`. Returns the tag; the
 /// bytes equal one `blake3::Hasher::update` over the whole input (checked
 /// against the crate at every length and split in tests/abi.rs).
 struct Pass<'a> {
@@ -656,14 +667,16 @@ struct Pass<'a> {
     ct_len_le: [u8; 8],
     /// Subtrees longer than this are split in two (rayon::join).
     leaf_max: usize,
+    /// Bytes per piece (`seal_piece_len()` or `open_piece_len()`).
+    piece_len: usize,
     piece: &'a PieceFn<'a>,
 }
 
 impl<'a> Pass<'a> {
-    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
+    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece_len: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
         let head = aad.len() + 8;
         let total = head + ct_len + 8;
-        let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * piece_len()) } else { usize::MAX };
+        let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * piece_len) } else { usize::MAX };
         let pass = Pass {
             keys,
             aad,
@@ -672,6 +685,7 @@ impl<'a> Pass<'a> {
             ct_len,
             ct_len_le: (ct_len as u64).to_le_bytes(),
             leaf_max,
+            piece_len,
             piece,
         };
         pass.subtree(0, total, true)
@@ -735,7 +749,7 @@ impl<'a> Pass<'a> {
                 // in front of the first piece, so that every `update` of
                 // ciphertext starts on the grid (whole, wide subtrees; no
                 // chunk-by-chunk ramp after the associated data).
-                let piece = piece_len();
+                let piece = self.piece_len;
                 let staged_from = if start < self.head { (self.head / piece * piece).max(start) } else { self.head };
                 if start < staged_from {
                     Self::feed_fixed(&mut mac, fixed, start, staged_from);
@@ -818,7 +832,7 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         mac.update(staged);
         Ok(())
     };
-    Pass::run(keys, aad, len, threads, &piece)
+    Pass::run(keys, aad, len, threads, seal_piece_len(), &piece)
 }
 
 /// Verifies `tag` over the ciphertext and decrypts it into `out`, reading
@@ -883,7 +897,7 @@ fn open_with(
                 let dst = unsafe { target.get(range) };
                 xor_piece_from(stream, &staged[prefix..], dst, last, None).map(drop)
             };
-            Pass::run(keys, aad, len, threads, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
+            Pass::run(keys, aad, len, threads, open_piece_len(), &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
         }
         _ => {
             // Staged: a private copy of the ciphertext, verified, then
@@ -921,7 +935,7 @@ fn open_with(
                 mac.update(dst);
                 Ok(())
             };
-            Pass::run(keys, aad, len, threads, &piece).and_then(verify)?;
+            Pass::run(keys, aad, len, threads, open_piece_len(), &piece).and_then(verify)?;
             // SAFETY: the pass wrote every byte of 0..len (pieces cover the message).
             unsafe { staging.set_len(len) };
             xor_into(keys, &staging, out, threads)
@@ -1043,10 +1057,12 @@ mod tests {
     /// around the chunk and piece alignment, against the crate.
     #[test]
     fn every_split_matches_the_crate() {
-        let piece = piece_len();
-        let lengths = [512, 1500, piece - 1, piece + 1, 2 * piece + 5, (1 << 20) + 33, 3 * (1 << 20) + 777];
+        // Around both passes' piece boundaries (seal's and open's pieces).
+        let (seal, open) = (seal_piece_len(), open_piece_len());
+        let mut lengths = vec![512, 1500, open - 1, open + 1, seal - 1, seal + 1, 2 * seal + 5, (1 << 20) + 33, 3 * (1 << 20) + 777];
+        lengths.dedup();
         for (i, &len) in lengths.iter().enumerate() {
-            for aad_len in [0, 7, 1016, 1017, piece - 8, piece - 5, 2 * piece + 1000] {
+            for aad_len in [0, 7, 1016, 1017, open - 8, seal - 5, 2 * seal + 1000] {
                 let key: [u8; 32] = bytes(i, 32).try_into().unwrap();
                 let nonce: [u8; 24] = bytes(i + 1, 24).try_into().unwrap();
                 let (pt, aad) = (bytes(i + 2, len), bytes(i + 3, aad_len));

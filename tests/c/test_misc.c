@@ -85,7 +85,7 @@ static void test_cache_tuning(void)
 {
     const char *tuning = cb3_cache_tuning();
     CHECK(tuning != NULL);
-    CHECK(tuning != NULL && strstr(tuning, "L2 ") != NULL && strstr(tuning, "; piece ") != NULL);
+    CHECK(tuning != NULL && strstr(tuning, "L2 ") != NULL && strstr(tuning, "; seal piece ") != NULL && strstr(tuning, ", open piece ") != NULL);
     CHECK(cb3_cache_tuning() == tuning); /* computed once */
     printf("cache tuning: %s\n", tuning ? tuning : "(null)");
 }
