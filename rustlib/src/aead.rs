@@ -67,22 +67,23 @@ fn xor_piece_len() -> usize {
 /// starts with the associated data), so BLAKE3 hashes every piece but the
 /// first 16 chunks at a time.
 fn seal_piece_len() -> usize {
-    #[cfg(test)]
-    if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
-        return n;
-    }
-    crate::cache::tuning().1.seal_piece
+    piece_len(|pieces| pieces.seal_piece)
 }
 
 /// The same for `open`'s pass, which copies each piece of the ciphertext
 /// into private memory and MACs it there (half this CPU's L2:
 /// `cache::Pieces::open_piece`; at most `seal_piece_len()`).
 fn open_piece_len() -> usize {
+    piece_len(|pieces| pieces.open_piece)
+}
+
+/// The piece size `size` picks from this CPU's, or the tests' override.
+fn piece_len(size: fn(&crate::cache::Pieces) -> usize) -> usize {
     #[cfg(test)]
     if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
         return n;
     }
-    crate::cache::tuning().1.open_piece
+    size(&crate::cache::tuning().1)
 }
 
 /// A tag as `seal` returns it: 16-byte aligned, so that the copies of the

@@ -25,17 +25,16 @@ const DEFAULT_L2: usize = 512 * 1024;
 pub struct Pieces {
     /// One piece of the one pass that encrypts (XOR into the private piece
     /// and the output, MAC from the private piece): the whole L2. The
-    /// piece is written once and read once right after, and larger pieces
-    /// measured faster than half the L2 did (Zen 5, 1 MiB L2, 16 MiB
-    /// `encrypt_into` against cb3's own ChaCha20 and keyed hash: 1.00-1.04
-    /// with 1 MiB, 1.06-1.08 with 512 KiB). A power of two (pieces are
+    /// piece is written once and read once right after, and pieces of the
+    /// whole L2 measured faster than half of it (docs/design/performance.md,
+    /// "16 MiB `encrypt_into`"). A power of two (pieces are
     /// aligned in the MAC input, so BLAKE3 hashes whole 16-chunk subtrees)
     /// of 64 KiB to 1 MiB.
     pub seal_piece: usize,
     /// One piece of the pass that decrypts (copy into private memory, MAC
     /// there): half the L2, so that the piece stays there with the hash
-    /// state around it until it is decrypted or staged (the same run: 5-6 %
-    /// faster than with the whole L2). The same bounds.
+    /// state around it until it is decrypted or staged (larger pieces
+    /// measured no faster there, same page). The same bounds.
     pub open_piece: usize,
     /// One keystream step of the staged decryption's last pass (XOR from the
     /// private copy into the output): twice the L1d (input and output of a
