@@ -101,18 +101,24 @@ pub(crate) mod x86 {
                     for i in 0..N {
                         d[i] = row3(i);
                     }
+                    // The diagonals line up against row b, which stays:
+                    // b is the last row a round writes and the first the
+                    // next one reads, so shuffling it would put a shuffle
+                    // on the critical path of every round (one block is
+                    // one dependency chain); a, c and d are shuffled while
+                    // b is still being computed.
                     for _ in 0..10 {
                         quarter_rounds!($rotl, a, b, c, d);
                         for i in 0..N {
-                            b[i] = _mm_shuffle_epi32::<0x39>(b[i]);
-                            c[i] = _mm_shuffle_epi32::<0x4E>(c[i]);
-                            d[i] = _mm_shuffle_epi32::<0x93>(d[i]);
+                            a[i] = _mm_shuffle_epi32::<0x93>(a[i]);
+                            c[i] = _mm_shuffle_epi32::<0x39>(c[i]);
+                            d[i] = _mm_shuffle_epi32::<0x4E>(d[i]);
                         }
                         quarter_rounds!($rotl, a, b, c, d);
                         for i in 0..N {
-                            b[i] = _mm_shuffle_epi32::<0x93>(b[i]);
-                            c[i] = _mm_shuffle_epi32::<0x4E>(c[i]);
-                            d[i] = _mm_shuffle_epi32::<0x39>(d[i]);
+                            a[i] = _mm_shuffle_epi32::<0x39>(a[i]);
+                            c[i] = _mm_shuffle_epi32::<0x93>(c[i]);
+                            d[i] = _mm_shuffle_epi32::<0x4E>(d[i]);
                         }
                     }
                     for i in 0..N {
