@@ -2,9 +2,11 @@
 every size. `time_*` is per call; throughput is size / time, or see
 bench_throughput (asv treats every number as lower-is-better)."""
 
+import ctypes
+
 import cb3
 
-from .common import CIPHER, KEY, LARGE, MESSAGES, NONCE, SEALED, SIZES, SOME_SIZES, Lazy
+from .common import CIPHER, KEY, LARGE, MESSAGES, NONCE, SEALED, SIZES, SOME_SIZES, Lazy, MiB
 
 DETACHED = Lazy(lambda size: CIPHER.encrypt_detached(NONCE, MESSAGES[size]))
 OUT_ENCRYPT = Lazy(lambda size: bytearray(size + 32))
@@ -73,6 +75,37 @@ class AEADNew:
 
     def time_generate_nonce(self) -> None:
         cb3.generate_nonce()
+
+
+def _at_line_offset(length: int, offset: int) -> memoryview:
+    """`length` writable bytes starting `offset` bytes past a 64-byte line."""
+    backing = bytearray(length + 128)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(backing))
+    start = (-address) % 64 + offset
+    return memoryview(backing)[start : start + length]
+
+
+#: Outputs by (size, offset from a 64-byte line).
+OUT_AT_OFFSET = Lazy(lambda key: _at_line_offset(key[0] + 32, key[1]))
+RAW_OUT_AT_OFFSET = Lazy(lambda key: _at_line_offset(key[0], key[1]))
+RAW = cb3.chacha20.ChaCha20(KEY, NONCE[:8])
+
+
+class OutputLineOffset:
+    """Outputs 0, 4, 16 (where bytearrays start) and 1 byte past a cache line:
+    the AVX-512 kernel stores whole lines where the offset is a multiple of
+    4 (and, in `encrypt_into`, puts its private copy at the same offset);
+    at 1 its stores straddle two lines."""
+
+    params = [[1 * MiB, 16 * MiB], [0, 4, 16, 1]]
+    param_names = ["size", "offset"]
+    version = "1"
+
+    def time_encrypt_into(self, size: int, offset: int) -> None:
+        CIPHER.encrypt_into(NONCE, MESSAGES[size], None, OUT_AT_OFFSET[size, offset])
+
+    def time_chacha20_update_into(self, size: int, offset: int) -> None:
+        RAW.update_into(MESSAGES[size], RAW_OUT_AT_OFFSET[size, offset])
 
 
 THREADED = cb3.ChaCha20Blake3(KEY, max_threads=cb3.AUTO)

@@ -231,7 +231,21 @@ impl Secrets {
     fn keystream(&self, offset: usize) -> Cb3Result<MessageKeystream<'_>> {
         let mut stream = ChaCha20Legacy::from_core(self.cipher());
         stream.try_seek(offset as u64).map_err(|_| cb3_result::Panic)?;
-        Ok(MessageKeystream { keys: self, stream })
+        let mut keystream = MessageKeystream {
+            keys: self,
+            stream,
+            wide: crate::chacha20_wide::available(),
+            pos: offset as u64,
+            carry: [0; crate::chacha20_wide::UNIT_BYTES],
+            carry_at: crate::chacha20_wide::UNIT_BYTES,
+        };
+        if keystream.wide && offset % 64 != 0 {
+            // The rest of the unit from this block on, so that the kernel
+            // starts on a block boundary.
+            keystream.refill((offset / 64) as u64);
+            keystream.carry_at = offset % 64;
+        }
+        Ok(keystream)
     }
 
     /// The encryption key and nonce (bytes 0..32 and 64..72 of the KDF output).
@@ -513,11 +527,32 @@ fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut [u8]) -> C
 const KEYSTREAM_RUN: usize = 256;
 
 /// A message's keystream from some byte position on (`Secrets::keystream`):
-/// whole kilobytes that start on a block boundary by `chacha20_wide` where
-/// it runs on this CPU, all else by the crate's cipher.
+/// by `chacha20_wide` where it runs on this CPU, else by the crate's cipher.
+///
+/// The kernel makes whole units from a block boundary on; the keystream of
+/// the unit that a call ends inside is kept (`carry`) for the next call. So
+/// a message cut into pieces anywhere (the pass cuts on the grid of the MAC
+/// input, not of the keystream) costs the kernel what the whole message
+/// costs it: no piece's edges go to the crate (whose AVX-512 backend takes
+/// 2-5x as long per block for a few blocks), which is what lets pieces be
+/// as small as the L1d.
 struct MessageKeystream<'a> {
     keys: &'a Secrets,
+    /// The crate's cipher, used where the kernel does not run (`wide` false).
     stream: ChaCha20Legacy,
+    /// Whether the kernel runs on this CPU.
+    wide: bool,
+    /// Kernel only: the message byte the next call starts at.
+    pos: u64,
+    /// Kernel only: keystream bytes `carry[carry_at..]` come next.
+    carry: [u8; crate::chacha20_wide::UNIT_BYTES],
+    carry_at: usize,
+}
+
+impl Drop for MessageKeystream<'_> {
+    fn drop(&mut self) {
+        crate::wipe::wipe_bytes(&mut self.carry);
+    }
 }
 
 impl MessageKeystream<'_> {
@@ -527,26 +562,46 @@ impl MessageKeystream<'_> {
     /// `copy` too, from the same registers; returns the range of `copy` so
     /// written (the rest is the caller's to fill, `copy_unstored`).
     fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8], copy: Option<&mut [u8]>) -> Cb3Result<Range<usize>> {
-        let mut done = 0;
-        let mut stored = 0..0;
-        if crate::chacha20_wide::available() && out.len() >= crate::chacha20_wide::UNIT_BYTES {
-            let pos: u64 = self.stream.current_pos();
-            let head = ((64 - pos % 64) % 64) as usize;
-            self.xor_crate(input.map(|input| &input[..head]), &mut out[..head])?;
-            let counter = (pos + head as u64) / 64;
-            let copied = copy.is_some();
-            let wide = self.keys.xor_wide(counter, input.map(|input| &input[head..]), &mut out[head..],
-                                          copy.map(|copy| &mut copy[head..]));
-            if wide > 0 {
-                self.stream.try_seek(pos + (head + wide) as u64).map_err(|_| cb3_result::Panic)?;
-            }
-            if copied {
-                stored = head..head + wide;
-            }
-            done = head + wide;
+        if !self.wide {
+            self.xor_crate(input, out)?;
+            return Ok(0..0);
         }
-        self.xor_crate(input.map(|input| &input[done..]), &mut out[done..])?;
+        let len = out.len();
+        // The keystream left over from the last unit: after it the position
+        // is on a block boundary (a unit ends on one).
+        let mut done = (self.carry.len() - self.carry_at).min(len);
+        let carried = &self.carry[self.carry_at..self.carry_at + done];
+        xor_keystream(&mut out[..done], input.map(|input| &input[..done]), carried);
+        self.carry_at += done;
+        let mut stored = 0..0;
+        if done < len {
+            let counter = (self.pos + done as u64) / 64;
+            let copied = copy.is_some();
+            let wide = self.keys.xor_wide(counter, input.map(|input| &input[done..]), &mut out[done..],
+                                          copy.map(|copy| &mut copy[done..]));
+            if copied {
+                stored = done..done + wide;
+            }
+            done += wide;
+            if done < len {
+                // Less than a unit left: the next unit's keystream, the rest
+                // of which the next call uses.
+                self.refill(counter + (wide / 64) as u64);
+                let tail = len - done;
+                xor_keystream(&mut out[done..], input.map(|input| &input[done..]), &self.carry[..tail]);
+                self.carry_at = tail;
+            }
+        }
+        self.pos += len as u64;
         Ok(stored)
+    }
+
+    /// `carry` = the keystream unit from block `counter` on (zeros XOR
+    /// keystream: no `memset` of `carry` first).
+    fn refill(&mut self, counter: u64) {
+        static ZEROS: [u8; crate::chacha20_wide::UNIT_BYTES] = [0; crate::chacha20_wide::UNIT_BYTES];
+        let made = self.keys.xor_wide(counter, Some(&ZEROS), &mut self.carry, None);
+        debug_assert_eq!(made, self.carry.len());
     }
 
     fn xor_crate(&mut self, input: Option<&[u8]>, out: &mut [u8]) -> Cb3Result<()> {
@@ -563,6 +618,11 @@ impl MessageKeystream<'_> {
 /// used again): one read of `input`, no copy pass before the XOR; `copy`, if
 /// given, as in `MessageKeystream::xor` (returns the range it stored).
 fn xor_piece_from(stream: &mut MessageKeystream<'_>, input: &[u8], out: &mut [u8], last: bool, copy: Option<&mut [u8]>) -> Cb3Result<Range<usize>> {
+    if stream.wide {
+        return stream.xor(Some(input), out, copy);
+    }
+    // The crate's backends: the last piece's partial run through a buffer
+    // of whole runs (the cheapest unit of its SIMD backends).
     let full = if last { input.len() / KEYSTREAM_RUN * KEYSTREAM_RUN } else { input.len() };
     let stored = stream.xor(Some(&input[..full]), &mut out[..full], copy.map(|copy| &mut copy[..full]))?;
     if full < input.len() {
@@ -655,8 +715,9 @@ impl Span {
 type PieceFn<'a> =
     dyn Fn(Range<usize>, &mut blake3::Hasher, &mut MessageKeystream<'_>, bool, usize, &mut [u8]) -> Cb3Result<()> + Sync + 'a;
 
-/// Bytes of `SCRATCH` behind the most any piece uses (see `with_scratch`).
-const SCRATCH_SLACK: usize = 64;
+/// Bytes of `SCRATCH` behind the most any piece uses (see `with_scratch`):
+/// up to 63 to start a piece where `Pass::line_offset` puts it, 64 behind it.
+const SCRATCH_SLACK: usize = 128;
 
 thread_local! {
     /// Each thread's piece buffer for `seal` and the direct path's staging
@@ -684,11 +745,17 @@ struct Pass<'a> {
     leaf_max: usize,
     /// Bytes per piece (`seal_piece_len()` or `open_piece_len()`).
     piece_len: usize,
+    /// The address of the output's first byte, where each piece's private
+    /// bytes are to lie at the same offset from a 64-byte line as their
+    /// place in the output (`seal`: the kernel then stores whole lines of
+    /// both, `chacha20_wide`); None: anywhere.
+    out_addr: Option<usize>,
     piece: &'a PieceFn<'a>,
 }
 
 impl<'a> Pass<'a> {
-    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece_len: usize, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
+    #[allow(clippy::too_many_arguments)]
+    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece_len: usize, out_addr: Option<usize>, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
         let head = aad.len() + 8;
         let total = head + ct_len + 8;
         let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * piece_len) } else { usize::MAX };
@@ -701,6 +768,7 @@ impl<'a> Pass<'a> {
             ct_len_le: (ct_len as u64).to_le_bytes(),
             leaf_max,
             piece_len,
+            out_addr,
             piece,
         };
         pass.subtree(0, total, true)
@@ -748,6 +816,17 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Where in `scratch` a piece whose ciphertext starts at `at` (behind
+    /// `prefix` staged bytes) goes: 0, or with `out_addr` the first offset
+    /// (below 64, within `SCRATCH_SLACK`) that puts the piece's ciphertext
+    /// as far from a 64-byte line as its place in the output.
+    fn line_offset(&self, scratch: &[u8], at: usize, prefix: usize) -> usize {
+        match self.out_addr {
+            Some(out) => (out + at).wrapping_sub(scratch.as_ptr() as usize + prefix) % 64,
+            None => 0,
+        }
+    }
+
     fn leaf(&self, start: usize, len: usize, root: bool) -> Cb3Result<[u8; 32]> {
         let end = start + len;
         let ct_end = self.head + self.ct_len;
@@ -773,14 +852,16 @@ impl<'a> Pass<'a> {
                 let mut stream = self.keys.keystream(first)?;
                 with_scratch(piece, |scratch| {
                     let mut prefix = self.head - staged_from;
-                    Self::copy_fixed(&mut scratch[..prefix], fixed, staged_from, self.head);
                     let mut at = first;
+                    let mut line = self.line_offset(scratch, at, prefix);
+                    Self::copy_fixed(&mut scratch[line..line + prefix], fixed, staged_from, self.head);
                     while at < stop {
                         // The next piece boundary, aligned in the MAC input.
                         let next = (((at + self.head) / piece + 1) * piece - self.head).min(stop);
-                        (self.piece)(at..next, &mut mac, &mut stream, next == stop, prefix, scratch)?;
+                        (self.piece)(at..next, &mut mac, &mut stream, next == stop, prefix, &mut scratch[line..])?;
                         prefix = 0;
                         at = next;
+                        line = self.line_offset(scratch, at, 0);
                     }
                     Ok(())
                 })?;
@@ -847,7 +928,7 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         mac.update(staged);
         Ok(())
     };
-    Pass::run(keys, aad, len, threads, seal_piece_len(), &piece)
+    Pass::run(keys, aad, len, threads, seal_piece_len(), Some(out.ptr as usize), &piece)
 }
 
 /// Verifies `tag` over the ciphertext and decrypts it into `out`, reading
@@ -912,7 +993,7 @@ fn open_with(
                 let dst = unsafe { target.get(range) };
                 xor_piece_from(stream, &staged[prefix..], dst, last, None).map(drop)
             };
-            Pass::run(keys, aad, len, threads, open_piece_len(), &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
+            Pass::run(keys, aad, len, threads, open_piece_len(), None, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
         }
         _ => {
             // Staged: a private copy of the ciphertext, verified, then
@@ -950,7 +1031,7 @@ fn open_with(
                 mac.update(dst);
                 Ok(())
             };
-            Pass::run(keys, aad, len, threads, open_piece_len(), &piece).and_then(verify)?;
+            Pass::run(keys, aad, len, threads, open_piece_len(), None, &piece).and_then(verify)?;
             // SAFETY: the pass wrote every byte of 0..len (pieces cover the message).
             unsafe { staging.set_len(len) };
             xor_into(keys, &staging, out, threads)
@@ -1070,6 +1151,75 @@ mod tests {
     /// machine's split; here the one pass runs with many leaf counts (any
     /// thread count gives a valid BLAKE3 tree) and associated data lengths
     /// around the chunk and piece alignment, against the crate.
+    /// The message keystream cut into calls anywhere (the pass's pieces
+    /// start where the MAC input's grid falls, not on blocks), from any
+    /// starting offset, with and without an input and a copy: the crate's
+    /// keystream, and a copy holding the same bytes wherever the kernel
+    /// stored them.
+    #[test]
+    fn the_keystream_is_the_same_however_it_is_cut() {
+        let keys = Secrets::derived(&[3; 32], &[4; 24]);
+        let total = 9 * 1024 + 77;
+        let mut reference = vec![0u8; total];
+        keys.keystream(0).unwrap().xor_crate(None, &mut reference).unwrap();
+        let input = bytes(11, total);
+        let cuts: [&[usize]; 5] = [&[1, 63, 64, 65, 1023, 1024, 1025], &[1024, 3000, 17], &[4096, 5], &[100_000], &[7, 2041, 1, 1]];
+        for start in [0, 1, 8, 63, 64, 1000, 1024, 1031, 2048 + 56] {
+            for (round, pattern) in cuts.iter().enumerate() {
+                let what = format!("from {start}, cuts {pattern:?}");
+                let mut stream = keys.keystream(start).unwrap();
+                let (mut out, mut copy) = (vec![0u8; total - start], vec![0xEEu8; total - start]);
+                let mut at = 0;
+                for &cut in pattern.iter().cycle() {
+                    if at == out.len() {
+                        break;
+                    }
+                    let end = (at + cut).min(out.len());
+                    let stored = if round % 2 == 0 {
+                        stream.xor(Some(&input[start + at..start + end]), &mut out[at..end], Some(&mut copy[at..end])).unwrap()
+                    } else {
+                        out[at..end].copy_from_slice(&input[start + at..start + end]);
+                        stream.xor(None, &mut out[at..end], None).unwrap()
+                    };
+                    if round % 2 == 0 {
+                        assert!(stored.end <= end - at, "{what}");
+                        assert!(copy[at..end][stored.clone()] == out[at..end][stored.clone()], "{what}: the copy at {at}");
+                    } else {
+                        assert_eq!(stored, 0..0, "{what}");
+                    }
+                    at = end;
+                }
+                let expected: Vec<u8> = input[start..].iter().zip(&reference[start..]).map(|(i, k)| i ^ k).collect();
+                assert!(out == expected, "{what}");
+            }
+        }
+    }
+
+    /// `seal` from and into buffers at every offset from a 64-byte line
+    /// (private pieces follow the output's, `Pass::line_offset`), in
+    /// pieces of several sizes: the crate's bytes.
+    #[test]
+    fn every_output_line_offset_matches_the_crate() {
+        let (key, nonce) = ([5u8; 32], [6u8; 24]);
+        for piece in [64 << 10, 0] {
+            PIECE_OVERRIDE.store(piece, Ordering::Relaxed);
+            for (i, offset) in (0..64).step_by(3).chain([16, 32, 48]).enumerate() {
+                let len = [DIRECT_MAX + 1, 200_000 + i, (1 << 20) + 3 * i][i % 3];
+                let aad = bytes(i + 40, [0, 8, 1017][i % 3]);
+                let pt = bytes(i + 20, len);
+                let expected = ChaCha20Blake3::new(key).encrypt(&nonce, &pt, &aad);
+                let keys = Secrets::derived(&key, &nonce);
+                let mut backing = vec![0u8; len + 128];
+                let start = (backing.as_ptr() as usize).wrapping_neg() % 64 + offset;
+                let out = &mut backing[start..start + len];
+                let what = format!("output {offset} past a line, length {len}, piece {piece}");
+                assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), out, 1).map(|tag| tag.to_vec()), Ok(expected[len..].to_vec()), "{what}");
+                assert!(out[..] == expected[..len], "{what}");
+            }
+        }
+        PIECE_OVERRIDE.store(0, Ordering::Relaxed);
+    }
+
     #[test]
     fn every_split_matches_the_crate() {
         // Around both passes' piece boundaries (seal's and open's pieces).
@@ -1112,3 +1262,4 @@ mod tests {
         }
     }
 }
+

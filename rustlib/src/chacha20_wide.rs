@@ -253,17 +253,42 @@ mod x86 {
         };
     }
 
+    /// The four quarter rounds of a column (or diagonal) round side by
+    /// side, one step of all four at a time (OpenSSL's order), so that
+    /// in-order port assignment sees four independent operations at every
+    /// step instead of one chain of twelve after another.
+    macro_rules! quarter_rounds_interleaved {
+        ($add:ident, $xor:ident, $rotl:ident, $x:ident, $(($a:literal, $b:literal, $c:literal, $d:literal)),+) => {
+            $( $x[$a] = $add($x[$a], $x[$b]); )+
+            $( $x[$d] = $rotl!($xor($x[$d], $x[$a]), 16); )+
+            $( $x[$c] = $add($x[$c], $x[$d]); )+
+            $( $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12); )+
+            $( $x[$a] = $add($x[$a], $x[$b]); )+
+            $( $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8); )+
+            $( $x[$c] = $add($x[$c], $x[$d]); )+
+            $( $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7); )+
+        };
+    }
+
+    /// `double_round` with each round's quarter rounds interleaved.
+    macro_rules! double_round_interleaved {
+        ($add:ident, $xor:ident, $rotl:ident, $x:ident) => {
+            quarter_rounds_interleaved!($add, $xor, $rotl, $x, (0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15));
+            quarter_rounds_interleaved!($add, $xor, $rotl, $x, (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14));
+        };
+    }
+
     /// The 16 state words of one pass's blocks (one word of every block per
     /// register) after the rounds and the feed-forward of the input state:
     /// `words` broadcast, with the per-lane counter words `low` and `high`.
     macro_rules! keystream_pass {
-        ($set1:ident, $add:ident, $xor:ident, $rotl:ident, $words:expr, $low:expr, $high:expr, $double_rounds:expr) => {{
+        ($double_round:ident, $set1:ident, $add:ident, $xor:ident, $rotl:ident, $words:expr, $low:expr, $high:expr, $double_rounds:expr) => {{
             let words = $words;
             let mut x = std::array::from_fn::<_, 16, _>(|i| $set1(words[i] as i32));
             x[12] = $low;
             x[13] = $high;
             for _ in 0..$double_rounds {
-                double_round!($add, $xor, $rotl, x);
+                $double_round!($add, $xor, $rotl, x);
             }
             for (i, word) in x.iter_mut().enumerate() {
                 let input = match i {
@@ -325,7 +350,7 @@ mod x86 {
             high = _mm256_sub_epi32(high, less_than(low, lanes));
         }
         for pass in 0..units * super::UNIT_BLOCKS / LANES {
-            let x: [__m256i; 16] = keystream_pass!(_mm256_set1_epi32, _mm256_add_epi32, _mm256_xor_si256, rotl, words, low, high, double_rounds);
+            let x: [__m256i; 16] = keystream_pass!(double_round, _mm256_set1_epi32, _mm256_add_epi32, _mm256_xor_si256, rotl, words, low, high, double_rounds);
             let at = pass * LANES * 64;
             // SAFETY: the pass's 512 bytes lie within both buffers (the
             // caller's contract).
@@ -336,6 +361,9 @@ mod x86 {
             }
             low = next;
         }
+        // As `clear_vector_registers_avx512`: `vzeroupper` would leave the
+        // low 128 bits of each register.
+        _mm256_zeroall();
     }
 
     /// Transposes the 16 words x 8 blocks of `x` into 8 blocks and XORs them
@@ -382,6 +410,13 @@ mod x86 {
 
     /// `xor_units` with 16 blocks per register: one pass per unit.
     ///
+    /// Where `dst` starts a multiple of 4 bytes past a 64-byte line (as
+    /// Python's buffers do: 16 past one), every 64-byte store would straddle
+    /// two lines; the blocks are then stored shifted (`store_unit_shifted`),
+    /// each store one whole line of `dst`. With a copy the stores are twice
+    /// as many, and straddling ones cost the AEAD's pass a sixth of its time
+    /// on an Intel Xeon (docs/design/performance.md).
+    ///
     /// # Safety
     /// As `xor_units`, with AVX-512F instead of AVX2.
     #[target_feature(enable = "avx512f")]
@@ -390,6 +425,13 @@ mod x86 {
         let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         let step = _mm512_set1_epi32(super::UNIT_BLOCKS as i32);
         let one = _mm512_set1_epi32(1);
+        // Bytes from `dst` to its next line; shifted stores with a copy
+        // (without one they measured no faster) where that is a whole number
+        // of 32-bit words (the shift is by words).
+        let shift = (dst as usize).wrapping_neg() % 64;
+        let shifted = shift != 0 && shift % 4 == 0;
+        let window = Window::new(shift / 4);
+        let mut last = _mm512_setzero_si512();
         // The counter words of the unit's 16 blocks: block `i` in lane `i`, a
         // lane that passes 2^32 carrying into the high word (DJB layout).
         let mut low = _mm512_add_epi32(_mm512_set1_epi32(words[12] as i32), lanes);
@@ -398,57 +440,207 @@ mod x86 {
             high = _mm512_mask_add_epi32(high, _mm512_cmplt_epu32_mask(low, lanes), high, one);
         }
         for unit in 0..units {
-            let x: [__m512i; 16] = keystream_pass!(_mm512_set1_epi32, _mm512_add_epi32, _mm512_xor_si512, rotl512, words, low, high, double_rounds);
+            let x: [__m512i; 16] = keystream_pass!(double_round_interleaved, _mm512_set1_epi32, _mm512_add_epi32, _mm512_xor_si512, rotl512, words, low, high, double_rounds);
+            let blocks = transpose_unit(&x);
             let at = unit * super::UNIT_BYTES;
-            // SAFETY: the unit's 1024 bytes lie within both buffers (the
-            // caller's contract).
-            unsafe { store_unit_avx512(&x, src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
+            let copy_at = if copy.is_null() { copy } else { copy.wrapping_add(at) };
+            // SAFETY: the unit's 1024 bytes lie within the buffers (the
+            // caller's contract); the shifted stores' window before the
+            // unit (unit > 0) lies within the previous unit.
+            unsafe {
+                if !shifted {
+                    store_unit_avx512(&blocks, src.add(at), dst.add(at), copy_at);
+                } else {
+                    if unit == 0 {
+                        window.store_head(blocks[0], src, dst, copy);
+                    } else {
+                        // The window across the last unit's last block and this one's first.
+                        window.store(last, blocks[0], src.add(at - 64), dst.add(at - 64), if copy.is_null() { copy } else { copy.add(at - 64) });
+                    }
+                    store_unit_shifted(&window, &blocks, src.add(at), dst.add(at), copy_at);
+                }
+            }
+            last = blocks[15];
             let next = _mm512_add_epi32(low, step);
             if state.wide {
                 high = _mm512_mask_add_epi32(high, _mm512_cmplt_epu32_mask(next, low), high, one);
             }
             low = next;
         }
+        if shifted {
+            let at = units * super::UNIT_BYTES - 64;
+            // SAFETY: the last block's 64 bytes lie within the buffers.
+            unsafe { window.store_tail(last, src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
+        }
+        clear_vector_registers_avx512();
     }
 
-    /// Transposes the 16 words x 16 blocks of `x` into 16 blocks and XORs
-    /// them into the unit's bytes: `dst[..1024] = src[..1024] XOR blocks`,
-    /// and `copy[..1024]` the same unless `copy` is null.
-    ///
-    /// # Safety
-    /// `src`, `dst` and `copy` (unless null) hold 1024 bytes; the CPU has
-    /// AVX-512F.
+    /// Zeroes every vector register: the kernel leaves keystream and
+    /// plaintext in them, and `vzeroupper` at the return clears neither the
+    /// low 128 bits of zmm0-15 nor any of zmm16-31. Left there, they reach
+    /// memory the next time anything saves the register state (glibc's lazy
+    /// binding saves it on the stack with `xsave`; so does a signal), where
+    /// no scrub of cb3's looks (a plaintext copy on the stack, found by
+    /// tests/test_secrets.py's memory scan).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn store_unit_avx512(x: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
+    fn clear_vector_registers_avx512() {
+        // SAFETY: writes only the registers it declares as clobbered.
+        unsafe {
+            std::arch::asm!(
+                "vzeroall",
+                "vpxord zmm16, zmm16, zmm16", "vpxord zmm17, zmm17, zmm17", "vpxord zmm18, zmm18, zmm18", "vpxord zmm19, zmm19, zmm19",
+                "vpxord zmm20, zmm20, zmm20", "vpxord zmm21, zmm21, zmm21", "vpxord zmm22, zmm22, zmm22", "vpxord zmm23, zmm23, zmm23",
+                "vpxord zmm24, zmm24, zmm24", "vpxord zmm25, zmm25, zmm25", "vpxord zmm26, zmm26, zmm26", "vpxord zmm27, zmm27, zmm27",
+                "vpxord zmm28, zmm28, zmm28", "vpxord zmm29, zmm29, zmm29", "vpxord zmm30, zmm30, zmm30", "vpxord zmm31, zmm31, zmm31",
+                out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+                out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+                out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _, out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+                out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _, out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+    }
+
+    /// Transposes the 16 words x 16 blocks of `x` into the unit's 16
+    /// keystream blocks, in order.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn transpose_unit(x: &[__m512i; 16]) -> [__m512i; 16] {
         // Stage 1, within each 128-bit lane h (blocks 4h..4h+3).
         let y = transpose_lanes!(x, _mm512_setzero_si512(), _mm512_unpacklo_epi32, _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64);
         // Stage 2: block 4h+k is lanes h of y[0][k], y[1][k], y[2][k] and
         // y[3][k]. Pair the lanes of y[0], y[1] (and of y[2], y[3]) first,
         // then pick every other lane of two pairs: 0x88 takes lanes 0 and 2
         // of each source, 0xDD lanes 1 and 3.
+        let mut blocks = [_mm512_setzero_si512(); 16];
         for k in 0..4 {
             let low01 = _mm512_shuffle_i32x4::<0x44>(y[0][k], y[1][k]); // y0 lanes 0 1, y1 lanes 0 1
             let high01 = _mm512_shuffle_i32x4::<0xEE>(y[0][k], y[1][k]); // y0 lanes 2 3, y1 lanes 2 3
             let low23 = _mm512_shuffle_i32x4::<0x44>(y[2][k], y[3][k]);
             let high23 = _mm512_shuffle_i32x4::<0xEE>(y[2][k], y[3][k]);
-            let blocks = [
-                (k, _mm512_shuffle_i32x4::<0x88>(low01, low23)),
-                (4 + k, _mm512_shuffle_i32x4::<0xDD>(low01, low23)),
-                (8 + k, _mm512_shuffle_i32x4::<0x88>(high01, high23)),
-                (12 + k, _mm512_shuffle_i32x4::<0xDD>(high01, high23)),
-            ];
-            for (block, bytes) in blocks {
-                let at = block * 64;
-                // SAFETY: block `block`'s 64 bytes lie within the unit's 1024.
-                unsafe {
-                    let data = _mm512_xor_si512(_mm512_loadu_si512(src.add(at) as *const _), bytes);
-                    _mm512_storeu_si512(dst.add(at) as *mut _, data);
-                    if !copy.is_null() {
-                        _mm512_storeu_si512(copy.add(at) as *mut _, data);
-                    }
+            blocks[k] = _mm512_shuffle_i32x4::<0x88>(low01, low23);
+            blocks[4 + k] = _mm512_shuffle_i32x4::<0xDD>(low01, low23);
+            blocks[8 + k] = _mm512_shuffle_i32x4::<0x88>(high01, high23);
+            blocks[12 + k] = _mm512_shuffle_i32x4::<0xDD>(high01, high23);
+        }
+        blocks
+    }
+
+    /// XORs the unit's keystream `blocks` into its bytes, in address order:
+    /// `dst[..1024] = src[..1024] XOR blocks`, and `copy[..1024]` the same
+    /// unless `copy` is null.
+    ///
+    /// # Safety
+    /// `src`, `dst` and `copy` (unless null) hold 1024 bytes; the CPU has
+    /// AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store_unit_avx512(blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
+        for (block, &bytes) in blocks.iter().enumerate() {
+            let at = block * 64;
+            // SAFETY: block `block`'s 64 bytes lie within the unit's 1024.
+            unsafe {
+                let data = _mm512_xor_si512(_mm512_loadu_si512(src.add(at) as *const _), bytes);
+                _mm512_storeu_si512(dst.add(at) as *mut _, data);
+                if !copy.is_null() {
+                    _mm512_storeu_si512(copy.add(at) as *mut _, data);
                 }
             }
+        }
+    }
+
+    /// The 64 bytes that start `4 * words` bytes into one keystream block
+    /// and end as far into the next: `dst`'s whole lines when `dst` is that
+    /// far short of one.
+    struct Window {
+        words: usize,
+        /// `vpermt2d` indices: lane i takes word `i + words` of the pair.
+        index: __m512i,
+    }
+
+    impl Window {
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        fn new(words: usize) -> Self {
+            let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            Window { words, index: _mm512_add_epi32(lanes, _mm512_set1_epi32(words as i32)) }
+        }
+
+        /// `dst[w..w + 64] = src[w..w + 64] XOR (first || second)[w..w + 64]`
+        /// (w = 4 * words), and `copy` the same unless null.
+        ///
+        /// # Safety
+        /// The pointers (but a null `copy`) hold 128 bytes from where they point.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store(&self, first: __m512i, second: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
+            let bytes = _mm512_permutex2var_epi32(first, self.index, second);
+            let at = 4 * self.words;
+            // SAFETY: the 64 bytes at `at` lie within the 128 (the contract).
+            unsafe {
+                let data = _mm512_xor_si512(_mm512_loadu_si512(src.add(at) as *const _), bytes);
+                _mm512_storeu_si512(dst.add(at) as *mut _, data);
+                if !copy.is_null() {
+                    _mm512_storeu_si512(copy.add(at) as *mut _, data);
+                }
+            }
+        }
+
+        /// The first `4 * words` bytes of a run, from its first block.
+        ///
+        /// # Safety
+        /// The pointers (but a null `copy`) hold 64 bytes.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store_head(&self, first: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
+            let mask: __mmask16 = (1 << self.words) - 1;
+            // SAFETY: masked loads and stores touch only the words in `mask`,
+            // the first `words` of the 64 bytes (the contract).
+            unsafe {
+                let data = _mm512_xor_si512(_mm512_maskz_loadu_epi32(mask, src as *const i32), first);
+                _mm512_mask_storeu_epi32(dst as *mut i32, mask, data);
+                if !copy.is_null() {
+                    _mm512_mask_storeu_epi32(copy as *mut i32, mask, data);
+                }
+            }
+        }
+
+        /// The bytes of a run's last block from `4 * words` on.
+        ///
+        /// # Safety
+        /// The pointers (but a null `copy`) hold the last block's 64 bytes.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store_tail(&self, last: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
+            let bytes = _mm512_permutex2var_epi32(last, self.index, _mm512_setzero_si512());
+            let mask: __mmask16 = (1 << (16 - self.words)) - 1;
+            let at = 4 * self.words;
+            // SAFETY: masked loads and stores touch only the words in `mask`,
+            // the 64 - `at` bytes from `at` to the block's end (the contract).
+            unsafe {
+                let data = _mm512_xor_si512(_mm512_maskz_loadu_epi32(mask, src.add(at) as *const i32), bytes);
+                _mm512_mask_storeu_epi32(dst.add(at) as *mut i32, mask, data);
+                if !copy.is_null() {
+                    _mm512_mask_storeu_epi32(copy.add(at) as *mut i32, mask, data);
+                }
+            }
+        }
+    }
+
+    /// The unit's blocks stored shifted: the windows across blocks 0-1, 1-2,
+    /// ..., 14-15 (the one across 15 and the next unit's 0 is the next
+    /// unit's, or the run's tail).
+    ///
+    /// # Safety
+    /// As `store_unit_avx512`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store_unit_shifted(window: &Window, blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
+        for block in 0..15 {
+            let at = block * 64;
+            // SAFETY: blocks `block` and `block + 1` lie within the unit.
+            unsafe { window.store(blocks[block], blocks[block + 1], src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
         }
     }
 }
@@ -499,36 +691,57 @@ mod tests {
         kernels
     }
 
+    /// Offsets of the input, the output and the copy from a 64-byte line.
+    #[derive(Clone, Copy, Debug)]
+    struct Offsets {
+        data: usize,
+        out: usize,
+        copy: usize,
+    }
+
+    /// `len` bytes of `backing` (64 more than `len` + 64) from `offset` past a line.
+    fn at_line_offset(backing: &mut [u8], offset: usize, len: usize) -> &mut [u8] {
+        let start = (backing.as_ptr() as usize).wrapping_neg() % 64 + offset;
+        &mut backing[start..start + len]
+    }
+
     #[allow(clippy::too_many_arguments)]
-    fn check<R: Rounds>(kernel: Kernel, key: &[u8; 32], nonce: Nonce<'_>, counter: u64, units: usize, misalign: usize, state: &mut u64) {
+    fn check<R: Rounds>(kernel: Kernel, key: &[u8; 32], nonce: Nonce<'_>, counter: u64, units: usize, offsets: Offsets, state: &mut u64) {
         // SAFETY (both): `kernel` comes from `kernels_here`, whose features are detected.
         let xor = |key: &[u8; 32], nonce, counter, rounds, input, out: &mut [u8]| unsafe { xor_with(kernel, key, nonce, counter, rounds, input, out, None) };
         let xor_copying = |key: &[u8; 32], nonce, counter, rounds, input, out: &mut [u8], copy| unsafe { xor_with(kernel, key, nonce, counter, rounds, input, out, copy) };
         let len = units * UNIT_BYTES;
-        let backing = random(state, len + misalign + 64);
-        let data = &backing[misalign..misalign + len + 64]; // 64 bytes more than the units
+        let what = format!("{kernel:?}: {} rounds, counter {counter:#x}, {units} units, {offsets:?}", 2 * R::COUNT);
+        let mut data_backing = random(state, len + 192);
+        let mut inplace_backing = vec![0u8; len + 192];
+        let data = &*at_line_offset(&mut data_backing, offsets.data, len + 64); // 64 bytes more than the units
         let expected = crate_xor::<R>(key, nonce, counter, &data[..len]);
-        let mut out = vec![0xAAu8; len + 64 + misalign];
-        let out = &mut out[misalign..];
+        let mut out_backing = vec![0xAAu8; len + 192];
+        let out = at_line_offset(&mut out_backing, offsets.out, len + 64);
         assert_eq!(xor(key, nonce, counter, R::COUNT, Some(data), out), len);
-        assert_eq!(&out[..len], &expected[..], "{kernel:?}, out of place: {} rounds, counter {counter:#x}, {units} units, offset {misalign}", 2 * R::COUNT);
-        assert!(out[len..].iter().all(|&b| b == 0xAA), "past the units");
-        let mut inplace = data.to_vec();
-        assert_eq!(xor(key, nonce, counter, R::COUNT, None, &mut inplace), len);
-        assert_eq!(&inplace[..len], &expected[..], "{kernel:?}, in place: {} rounds, counter {counter:#x}", 2 * R::COUNT);
-        assert_eq!(&inplace[len..], &data[len..], "in place, past the units");
-        let (mut both, mut copy) = (vec![0x55u8; len + 64], vec![0x33u8; len + 64 + misalign]);
-        let copy = &mut copy[misalign..];
-        assert_eq!(xor_copying(key, nonce, counter, R::COUNT, Some(data), &mut both, Some(&mut copy[..])), len);
-        assert_eq!((&both[..len], &copy[..len]), (&expected[..], &expected[..]), "{kernel:?}, with a copy: counter {counter:#x}");
-        assert!(both[len..].iter().all(|&b| b == 0x55) && copy[len..].iter().all(|&b| b == 0x33), "past the units");
+        assert_eq!(&out[..len], &expected[..], "out of place: {what}");
+        assert!(out_backing.iter().filter(|&&b| b != 0xAA).count() <= len, "outside the units: {what}");
+        let inplace = at_line_offset(&mut inplace_backing, offsets.data, len + 64);
+        inplace.copy_from_slice(data);
+        assert_eq!(xor(key, nonce, counter, R::COUNT, None, inplace), len);
+        assert_eq!(&inplace[..len], &expected[..], "in place: {what}");
+        assert_eq!(&inplace[len..], &data[len..], "in place, past the units: {what}");
+        let mut both_backing = vec![0x55u8; len + 192];
+        let mut copy_backing = vec![0x33u8; len + 192];
+        let both = at_line_offset(&mut both_backing, offsets.out, len + 64);
+        let copy = at_line_offset(&mut copy_backing, offsets.copy, len + 64);
+        assert_eq!(xor_copying(key, nonce, counter, R::COUNT, Some(data), both, Some(&mut copy[..])), len);
+        assert_eq!((&both[..len], &copy[..len]), (&expected[..], &expected[..]), "with a copy: {what}");
+        assert!(both_backing.iter().filter(|&&b| b != 0x55).count() <= len, "outside the units: {what}");
+        assert!(copy_backing.iter().filter(|&&b| b != 0x33).count() <= len, "outside the units of the copy: {what}");
     }
 
     /// Bit for bit the crate's bytes: random keys and nonces; counters at 0
     /// and either side of 2^32 (the carry into the high word) and 2^64
-    /// (where the DJB counter wraps); one to five units; every alignment of
-    /// the buffers to a 64-byte line; in place, out of place, and out of
-    /// place with a copy.
+    /// (where the DJB counter wraps); one to five units; every offset of the
+    /// output from a 64-byte line (the AVX-512 kernel's shifted stores where
+    /// it is a multiple of 4), with the input and the copy at the same and at
+    /// other offsets; in place, out of place, and out of place with a copy.
     #[test]
     fn matches_the_crate() {
         let kernels = kernels_here();
@@ -543,19 +756,21 @@ mod tests {
     fn matches_the_crate_on(kernel: Kernel) {
         let mut state = 0x2545_F491_4F6C_DD1D;
         let djb_counters = [0, 1, (1 << 32) - 16, (1 << 32) - 5, (1 << 32) - 1, 1 << 32, u64::MAX - 15, u64::MAX - 3, u64::MAX];
-        for (round, misalign) in (0..64).enumerate() {
+        for (round, out) in (0..64).chain(0..64).enumerate() {
+            // The first 64 rounds: all three at one offset; then apart.
+            let offsets = if round < 64 { Offsets { data: out, out, copy: out } } else { Offsets { data: (out * 7 + 3) % 64, out, copy: (out * 13 + 4) % 64 } };
             let key: [u8; 32] = random(&mut state, 32).try_into().unwrap();
             let djb: [u8; 8] = random(&mut state, 8).try_into().unwrap();
             let ietf: [u8; 12] = random(&mut state, 12).try_into().unwrap();
             let units = 1 + round % 5;
             let counter = djb_counters[round % djb_counters.len()];
-            check::<R20>(kernel, &key, Nonce::Djb(&djb), counter, units, misalign, &mut state);
+            check::<R20>(kernel, &key, Nonce::Djb(&djb), counter, units, offsets, &mut state);
             // The 32-bit layout: counters that keep the call below 2^32.
             let ietf_counter = u64::from(u32::MAX) + 1 - (units * UNIT_BLOCKS) as u64 - (round as u64 % 7);
             for counter in [0, 7, ietf_counter] {
-                check::<R20>(kernel, &key, Nonce::Ietf(&ietf), counter, units, misalign, &mut state);
-                check::<R12>(kernel, &key, Nonce::Ietf(&ietf), counter, units, misalign, &mut state);
-                check::<R8>(kernel, &key, Nonce::Ietf(&ietf), counter, units, misalign, &mut state);
+                check::<R20>(kernel, &key, Nonce::Ietf(&ietf), counter, units, offsets, &mut state);
+                check::<R12>(kernel, &key, Nonce::Ietf(&ietf), counter, units, offsets, &mut state);
+                check::<R8>(kernel, &key, Nonce::Ietf(&ietf), counter, units, offsets, &mut state);
             }
         }
     }
