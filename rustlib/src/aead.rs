@@ -534,8 +534,7 @@ const KEYSTREAM_RUN: usize = 256;
 /// a message cut into pieces anywhere (the pass cuts on the grid of the MAC
 /// input, not of the keystream) costs the kernel what the whole message
 /// costs it: no piece's edges go to the crate (whose AVX-512 backend takes
-/// 2-5x as long per block for a few blocks), which is what lets pieces be
-/// as small as the L1d.
+/// 2-5x as long per block for a few blocks).
 struct MessageKeystream<'a> {
     keys: &'a Secrets,
     /// The crate's cipher, used where the kernel does not run (`wide` false).
@@ -1147,10 +1146,6 @@ mod tests {
         XOR_PIECE_OVERRIDE.store(0, Ordering::Relaxed);
     }
 
-    /// Pools are capped at the usable cores, so tests/abi.rs sees only this
-    /// machine's split; here the one pass runs with many leaf counts (any
-    /// thread count gives a valid BLAKE3 tree) and associated data lengths
-    /// around the chunk and piece alignment, against the crate.
     /// The message keystream cut into calls anywhere (the pass's pieces
     /// start where the MAC input's grid falls, not on blocks), from any
     /// starting offset, with and without an input and a copy: the crate's
@@ -1175,17 +1170,13 @@ mod tests {
                         break;
                     }
                     let end = (at + cut).min(out.len());
-                    let stored = if round % 2 == 0 {
-                        stream.xor(Some(&input[start + at..start + end]), &mut out[at..end], Some(&mut copy[at..end])).unwrap()
-                    } else {
-                        out[at..end].copy_from_slice(&input[start + at..start + end]);
-                        stream.xor(None, &mut out[at..end], None).unwrap()
-                    };
                     if round % 2 == 0 {
+                        let stored = stream.xor(Some(&input[start + at..start + end]), &mut out[at..end], Some(&mut copy[at..end])).unwrap();
                         assert!(stored.end <= end - at, "{what}");
                         assert!(copy[at..end][stored.clone()] == out[at..end][stored.clone()], "{what}: the copy at {at}");
                     } else {
-                        assert_eq!(stored, 0..0, "{what}");
+                        out[at..end].copy_from_slice(&input[start + at..start + end]);
+                        assert_eq!(stream.xor(None, &mut out[at..end], None).unwrap(), 0..0, "{what}");
                     }
                     at = end;
                 }
@@ -1220,6 +1211,10 @@ mod tests {
         PIECE_OVERRIDE.store(0, Ordering::Relaxed);
     }
 
+    /// Pools are capped at the usable cores, so tests/abi.rs sees only this
+    /// machine's split; here the one pass runs with many leaf counts (any
+    /// thread count gives a valid BLAKE3 tree) and associated data lengths
+    /// around the chunk and piece alignment, against the crate.
     #[test]
     fn every_split_matches_the_crate() {
         // Around both passes' piece boundaries (seal's and open's pieces).
@@ -1262,4 +1257,3 @@ mod tests {
         }
     }
 }
-

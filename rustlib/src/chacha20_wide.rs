@@ -354,7 +354,7 @@ mod x86 {
             let at = pass * LANES * 64;
             // SAFETY: the pass's 512 bytes lie within both buffers (the
             // caller's contract).
-            unsafe { store_pass(&x, src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
+            unsafe { store_pass(&x, src.add(at), dst.add(at), at_or_null(copy, at)) };
             let next = _mm256_add_epi32(low, step);
             if state.wide {
                 high = _mm256_sub_epi32(high, less_than(next, low));
@@ -425,9 +425,8 @@ mod x86 {
         let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         let step = _mm512_set1_epi32(super::UNIT_BLOCKS as i32);
         let one = _mm512_set1_epi32(1);
-        // Bytes from `dst` to its next line; shifted stores with a copy
-        // (without one they measured no faster) where that is a whole number
-        // of 32-bit words (the shift is by words).
+        // Bytes from `dst` to its next line; shifted stores where that is a
+        // whole number of 32-bit words (the shift is by words).
         let shift = (dst as usize).wrapping_neg() % 64;
         let shifted = shift != 0 && shift % 4 == 0;
         let window = Window::new(shift / 4);
@@ -443,7 +442,7 @@ mod x86 {
             let x: [__m512i; 16] = keystream_pass!(double_round_interleaved, _mm512_set1_epi32, _mm512_add_epi32, _mm512_xor_si512, rotl512, words, low, high, double_rounds);
             let blocks = transpose_unit(&x);
             let at = unit * super::UNIT_BYTES;
-            let copy_at = if copy.is_null() { copy } else { copy.wrapping_add(at) };
+            let copy_at = at_or_null(copy, at);
             // SAFETY: the unit's 1024 bytes lie within the buffers (the
             // caller's contract); the shifted stores' window before the
             // unit (unit > 0) lies within the previous unit.
@@ -455,7 +454,7 @@ mod x86 {
                         window.store_head(blocks[0], src, dst, copy);
                     } else {
                         // The window across the last unit's last block and this one's first.
-                        window.store(last, blocks[0], src.add(at - 64), dst.add(at - 64), if copy.is_null() { copy } else { copy.add(at - 64) });
+                        window.store(last, blocks[0], src.add(at - 64), dst.add(at - 64), at_or_null(copy, at - 64));
                     }
                     store_unit_shifted(&window, &blocks, src.add(at), dst.add(at), copy_at);
                 }
@@ -470,7 +469,7 @@ mod x86 {
         if shifted {
             let at = units * super::UNIT_BYTES - 64;
             // SAFETY: the last block's 64 bytes lie within the buffers.
-            unsafe { window.store_tail(last, src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
+            unsafe { window.store_tail(last, src.add(at), dst.add(at), at_or_null(copy, at)) };
         }
         clear_vector_registers_avx512();
     }
@@ -540,12 +539,50 @@ mod x86 {
         for (block, &bytes) in blocks.iter().enumerate() {
             let at = block * 64;
             // SAFETY: block `block`'s 64 bytes lie within the unit's 1024.
-            unsafe {
-                let data = _mm512_xor_si512(_mm512_loadu_si512(src.add(at) as *const _), bytes);
-                _mm512_storeu_si512(dst.add(at) as *mut _, data);
-                if !copy.is_null() {
-                    _mm512_storeu_si512(copy.add(at) as *mut _, data);
-                }
+            unsafe { xor_store(bytes, src.add(at), dst.add(at), at_or_null(copy, at)) };
+        }
+    }
+
+    /// `copy + at`, or null if `copy` is (the kernels' "no copy").
+    #[inline]
+    fn at_or_null(copy: *mut u8, at: usize) -> *mut u8 {
+        if copy.is_null() { copy } else { copy.wrapping_add(at) }
+    }
+
+    /// `dst[..64] = src[..64] XOR keystream`, and `copy[..64]` the same
+    /// from the same register unless `copy` is null.
+    ///
+    /// # Safety
+    /// The pointers (but a null `copy`) hold 64 bytes; the CPU has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn xor_store(keystream: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let data = _mm512_xor_si512(_mm512_loadu_si512(src as *const _), keystream);
+            _mm512_storeu_si512(dst as *mut _, data);
+            if !copy.is_null() {
+                _mm512_storeu_si512(copy as *mut _, data);
+            }
+        }
+    }
+
+    /// `xor_store` of the 32-bit words in `mask` only: the masked-off
+    /// words are neither read nor written.
+    ///
+    /// # Safety
+    /// The pointers (but a null `copy`) hold the words in `mask`; the CPU
+    /// has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn xor_store_masked(mask: __mmask16, keystream: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
+        // SAFETY: masked loads and stores touch only the words in `mask`
+        // (the caller's contract).
+        unsafe {
+            let data = _mm512_xor_si512(_mm512_maskz_loadu_epi32(mask, src as *const i32), keystream);
+            _mm512_mask_storeu_epi32(dst as *mut i32, mask, data);
+            if !copy.is_null() {
+                _mm512_mask_storeu_epi32(copy as *mut i32, mask, data);
             }
         }
     }
@@ -578,13 +615,7 @@ mod x86 {
             let bytes = _mm512_permutex2var_epi32(first, self.index, second);
             let at = 4 * self.words;
             // SAFETY: the 64 bytes at `at` lie within the 128 (the contract).
-            unsafe {
-                let data = _mm512_xor_si512(_mm512_loadu_si512(src.add(at) as *const _), bytes);
-                _mm512_storeu_si512(dst.add(at) as *mut _, data);
-                if !copy.is_null() {
-                    _mm512_storeu_si512(copy.add(at) as *mut _, data);
-                }
-            }
+            unsafe { xor_store(bytes, src.add(at), dst.add(at), at_or_null(copy, at)) };
         }
 
         /// The first `4 * words` bytes of a run, from its first block.
@@ -595,15 +626,8 @@ mod x86 {
         #[target_feature(enable = "avx512f")]
         unsafe fn store_head(&self, first: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
             let mask: __mmask16 = (1 << self.words) - 1;
-            // SAFETY: masked loads and stores touch only the words in `mask`,
-            // the first `words` of the 64 bytes (the contract).
-            unsafe {
-                let data = _mm512_xor_si512(_mm512_maskz_loadu_epi32(mask, src as *const i32), first);
-                _mm512_mask_storeu_epi32(dst as *mut i32, mask, data);
-                if !copy.is_null() {
-                    _mm512_mask_storeu_epi32(copy as *mut i32, mask, data);
-                }
-            }
+            // SAFETY: the first `words` words of the 64 bytes (the contract).
+            unsafe { xor_store_masked(mask, first, src, dst, copy) };
         }
 
         /// The bytes of a run's last block from `4 * words` on.
@@ -616,15 +640,8 @@ mod x86 {
             let bytes = _mm512_permutex2var_epi32(last, self.index, _mm512_setzero_si512());
             let mask: __mmask16 = (1 << (16 - self.words)) - 1;
             let at = 4 * self.words;
-            // SAFETY: masked loads and stores touch only the words in `mask`,
-            // the 64 - `at` bytes from `at` to the block's end (the contract).
-            unsafe {
-                let data = _mm512_xor_si512(_mm512_maskz_loadu_epi32(mask, src.add(at) as *const i32), bytes);
-                _mm512_mask_storeu_epi32(dst.add(at) as *mut i32, mask, data);
-                if !copy.is_null() {
-                    _mm512_mask_storeu_epi32(copy.add(at) as *mut i32, mask, data);
-                }
-            }
+            // SAFETY: the 64 - `at` bytes from `at` to the block's end (the contract).
+            unsafe { xor_store_masked(mask, bytes, src.add(at), dst.add(at), at_or_null(copy, at)) };
         }
     }
 
@@ -640,7 +657,7 @@ mod x86 {
         for block in 0..15 {
             let at = block * 64;
             // SAFETY: blocks `block` and `block + 1` lie within the unit.
-            unsafe { window.store(blocks[block], blocks[block + 1], src.add(at), dst.add(at), if copy.is_null() { copy } else { copy.add(at) }) };
+            unsafe { window.store(blocks[block], blocks[block + 1], src.add(at), dst.add(at), at_or_null(copy, at)) };
         }
     }
 }
