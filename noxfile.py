@@ -426,7 +426,7 @@ def simd(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 def pypy_speed(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """PyPy against CPython per call, interleaved rounds, into .test/pypy-speed.md; root only, not default.
 
-    A measurement: -s pypy-speed (CI's shared machine times nothing worth quoting). Measured last, alone; docs/results/pypy-speed.md is the same command's output on a quiet machine."""
+    A measurement: -s pypy-speed (CI's shared machine times nothing worth quoting). Measured last, alone; docs/results/pypy-speed.md is the same command's output on a quiet machine, one section per CPU family."""
     if opts.skip_pypy:
         raise Skip("--skip-pypy")
     need_root(opts, "the PyPy chroot", "pypy-speed")

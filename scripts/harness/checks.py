@@ -13,6 +13,7 @@ import tarfile
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -380,7 +381,9 @@ def sdist(python: Path, base_python: str) -> None:
 # ---- PyPy against CPython per call ------------------------------------------------------
 def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 1, clock: str = "process") -> None:
     """`python -m cb3 bench` on CPython (host venv), PyPy 7.3 and PyPy 8.0 (their
-    chroots) in interleaved rounds; the table (scripts/pypy_speed.py) into out_page."""
+    chroots) in interleaved rounds, and where their 64-byte calls' instructions go
+    (call_instructions); the section of this CPU family (scripts/pypy_speed.py) into
+    out_page, a copy of docs/results/pypy-speed.md."""
     work = WORK / "bench-pypy"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -425,6 +428,7 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
                     p.chroot.run(["/opt/cb3-bench-venv/bin/python", *args, "--json", "/bench/pypy.json"], cwd="/bench",
                                  env=env, capture=True)
                     labelled(p.root / "bench/pypy.json", f"{name}-{n}.json", label)
+        instructions = call_instructions(venv / "bin/python", [(p, cols[0][1]) for p, cols in pypys], work)
     loadavg = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     l3 = re.search(r"^L3 cache: *(.*)$", output_of(["lscpu"]), re.M)
     (work / "note.txt").write_text(f"- Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
@@ -432,4 +436,47 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
                                    f"{l3.group(1) if l3 else '?'}.\n")
     columns = ["cpython"] + [name for _, cols in pypys for name, _, _ in cols]
     order = sorted(files, key=lambda f: (columns.index(f.name.split("-")[0]), f.name))
-    run([venv / "bin/python", ROOT / "scripts/pypy_speed.py", out_page, work / "note.txt", *order])
+    # This machine's CPU family's section of the committed page, the other families' kept.
+    shutil.copy(ROOT / "docs/results/pypy-speed.md", out_page)
+    run([venv / "bin/python", ROOT / "scripts/pypy_speed.py", out_page, work / "note.txt", "--instructions",
+         instructions, *order])
+
+
+def call_instructions(python: Path, pypys: list[tuple[chroots.Profile, str]], work: Path) -> Path:
+    """scripts/call_instructions.py's split of each 64-byte case under
+    callgrind, on CPython (`python`, this host) and each PyPy (its chroot,
+    where valgrind is installed on first use), into work/instructions.json."""
+    apt_install(missing_commands({"valgrind": "valgrind", "callgrind_annotate": "valgrind"}), "pypy-speed", True)
+    script = ROOT / "scripts/call_instructions.py"
+    for p, _ in pypys:
+        shutil.copy(script, p.root / "bench/call_instructions.py")
+        p.chroot.run(["sh", "-c", "command -v valgrind >/dev/null || { apt-get update -qq && "
+                      "apt-get install -y -qq --no-install-recommends valgrind; }"],
+                     env={"DEBIAN_FRONTEND": "noninteractive"})
+    from call_instructions import CASES, LONG, SHORT  # scripts/, on sys.path (noxfile.py)
+
+    def profile(label: str, case: str, calls: int) -> tuple[str, str, int, Path]:
+        name = f"cg-{label.replace(' ', '-')}-{case}-{calls}.out"
+        workload = ["workload", case, str(calls)]
+        if label == "CPython 3.11":
+            run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={work / name}", python, "-P", script,
+                 *workload], capture=True)
+            return label, case, calls, work / name
+        p = next(p for p, l in pypys if l == label)
+        p.chroot.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file=/bench/{name}",
+                      "/opt/cb3-bench-venv/bin/python", "-P", "/bench/call_instructions.py", *workload],
+                     cwd="/bench", capture=True)
+        return label, case, calls, p.root / "bench" / name
+
+    jobs = [(label, case, calls) for label in ["CPython 3.11", *(l for _, l in pypys)] for case in CASES
+            for calls in (SHORT, LONG)]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        files = {(label, case, calls): path for label, case, calls, path in pool.map(lambda j: profile(*j), jobs)}
+    counts: dict[str, dict[str, object]] = {}
+    for label, case, calls in jobs:
+        if calls == SHORT:
+            counts.setdefault(label, {})[case] = json.loads(output_of(
+                [python, script, "split", case, files[(label, case, SHORT)], files[(label, case, LONG)]]))
+    out = work / "instructions.json"
+    out.write_text(json.dumps(counts, indent=1))
+    return out
