@@ -7,7 +7,7 @@ typedef struct {
 } CipherObject;
 
 HPyType_HELPERS(CipherObject)
-CB3_OWNER(Cipher, CipherObject, cb3_aead, aead, cb3_aead_free)
+CB3_OWNER(Cipher, CipherObject, cb3_aead, CB3_OBJECT_KIND_AEAD, aead, cb3_aead_free)
 
 /* ---- construction ---- */
 

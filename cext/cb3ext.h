@@ -360,19 +360,20 @@ const char *cb3_type_name(HPyContext *ctx, HPy obj);
 /* ---- types ---- */
 
 /* A new instance of `type`, whose struct starts with the pointer to its Rust
- * object, owning `inner` (types.c). HPy_NULL with an exception set if it could
- * not be made: `inner` is then still the caller's to free. */
-HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner);
+ * object, owning `inner`, a Rust object of `kind` (types.c: on PyPy its size is
+ * reported to the garbage collector). HPy_NULL with an exception set if it
+ * could not be made: `inner` is then still the caller's to free. */
+HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner, cb3_object_kind kind);
 
 
 /* For a type whose struct `Type` starts with `Inner *field`, the Rust object
- * it owns: prefix_adopt(ctx, type, inner), a new instance owning `inner`
- * (HPy_NULL with `inner` freed if it could not be made), and the
+ * (of `kind`) it owns: prefix_adopt(ctx, type, inner), a new instance owning
+ * `inner` (HPy_NULL with `inner` freed if it could not be made), and the
  * prefix_destroy slot, which frees it (free_fn wipes any key). */
-#define CB3_OWNER(prefix, Type, Inner, field, free_fn)                \
+#define CB3_OWNER(prefix, Type, Inner, kind, field, free_fn)          \
     static HPy prefix##_adopt(HPyContext *ctx, HPy type, Inner *inner) \
     {                                                                 \
-        HPy self = cb3_new_instance(ctx, type, inner);                \
+        HPy self = cb3_new_instance(ctx, type, inner, kind);          \
         if (HPy_IsNull(self))                                         \
             free_fn(inner);                                           \
         return self;                                                  \
@@ -438,6 +439,9 @@ extern HPyDef cb3_setattr_def, cb3_delattr_def, cb3_init_subclass_def, cb3_reduc
 /* The module's types, for the refusals to know whose instance they refuse
  * (module_exec stores them once the types are added). */
 extern HPyGlobal cb3_type_ChaCha20Blake3, cb3_type_Stream, cb3_type_blake3, cb3_type_ChaCha20, cb3_type_Chunked;
+#if defined(PYPY_VERSION)
+extern HPyGlobal cb3_add_memory_pressure;
+#endif
 int cb3_store_types(HPyContext *ctx, HPy module);
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;

@@ -8,7 +8,7 @@ typedef struct {
 } ChaChaObject;
 
 HPyType_HELPERS(ChaChaObject)
-CB3_OWNER(ChaCha, ChaChaObject, cb3_chacha, chacha, cb3_chacha_free)
+CB3_OWNER(ChaCha, ChaChaObject, cb3_chacha, CB3_OBJECT_KIND_CHACHA, chacha, cb3_chacha_free)
 
 /* What cb3_raise needs to explain a failure of this object. */
 static const cb3_error_context *given_for(int wide)

@@ -9,7 +9,7 @@ typedef struct {
 } ChunkedObject;
 
 HPyType_HELPERS(ChunkedObject)
-CB3_OWNER(Chunked, ChunkedObject, cb3_chunked, chunked, cb3_chunked_free)
+CB3_OWNER(Chunked, ChunkedObject, cb3_chunked, CB3_OBJECT_KIND_CHUNKED, chunked, cb3_chunked_free)
 
 HPyDef_SLOT(Chunked_new, HPy_tp_new)
 static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)

@@ -11,7 +11,7 @@ typedef struct {
 } Blake3Object;
 
 HPyType_HELPERS(Blake3Object)
-CB3_OWNER(Blake3, Blake3Object, cb3_blake3, hasher, cb3_blake3_free)
+CB3_OWNER(Blake3, Blake3Object, cb3_blake3, CB3_OBJECT_KIND_BLAKE3, hasher, cb3_blake3_free)
 
 /* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
 static const cb3_error_context hasher_given = {.object = "cb3.blake3"};

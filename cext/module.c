@@ -185,6 +185,9 @@ static HPyDef *module_defines[] = {
 static HPyGlobal *module_globals[] = {
     &cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_ChunkedHeaderError, &cb3_type_ChaCha20Blake3,
     &cb3_type_Stream,     &cb3_type_blake3,             &cb3_type_ChaCha20,     &cb3_type_Chunked,
+#if defined(PYPY_VERSION)
+    &cb3_add_memory_pressure,
+#endif
     NULL,
 };
 

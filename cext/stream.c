@@ -6,7 +6,7 @@ typedef struct {
 } StreamObject;
 
 HPyType_HELPERS(StreamObject)
-CB3_OWNER(Stream, StreamObject, cb3_stream, stream, cb3_stream_free)
+CB3_OWNER(Stream, StreamObject, cb3_stream, CB3_OBJECT_KIND_STREAM, stream, cb3_stream_free)
 
 HPyDef_SLOT(Stream_new, HPy_tp_new)
 static HPy Stream_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)

@@ -17,8 +17,47 @@ const char *cb3_type_name(HPyContext *ctx, HPy obj)
     return name;
 }
 
-HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner)
+#if defined(PYPY_VERSION)
+/* __pypy__.add_memory_pressure (cb3_store_types loads it). PyPy frees an
+ * instance, and through its destroy slot the Rust object, only at a major
+ * collection, and its collector cannot see the Rust allocation (2 KiB for a
+ * blake3): told nothing, it let millions of them pile up, gigabytes of memory
+ * (docs/design/pypy.md, "Objects made in a loop"). So the instances tell it. */
+HPyGlobal cb3_add_memory_pressure;
+
+/* Reported in batches of this many bytes (32 blake3 objects): one call of
+ * the interpreter per batch, the collector's count short by less than one. */
+#define REPORT_BATCH (64 * 1024)
+static size_t unreported; /* made since the last report; the GIL guards it */
+
+static int report_memory(HPyContext *ctx, size_t bytes)
 {
+    unreported += bytes;
+    if (unreported < REPORT_BATCH)
+        return 0;
+    HPy report = HPyGlobal_Load(ctx, cb3_add_memory_pressure);
+    HPy size = HPyLong_FromSize_t(ctx, unreported);
+    unreported = 0;
+    HPy done = HPy_IsNull(size) ? HPy_NULL : HPy_Call(ctx, report, &size, 1, HPy_NULL);
+    int status = HPy_IsNull(done) ? -1 : 0;
+    HPy_Close(ctx, report);
+    if (!HPy_IsNull(size))
+        HPy_Close(ctx, size);
+    if (!HPy_IsNull(done))
+        HPy_Close(ctx, done);
+    return status;
+}
+#endif
+
+HPy cb3_new_instance(HPyContext *ctx, HPy type, void *inner, cb3_object_kind kind)
+{
+#if defined(PYPY_VERSION)
+    /* Before the instance exists: on failure `inner` is still the caller's. */
+    if (report_memory(ctx, cb3_object_size((unsigned int)kind)) < 0)
+        return HPy_NULL;
+#else
+    (void)kind; /* CPython frees the instance when its last reference goes */
+#endif
     void *data;
     HPy self = HPy_New(ctx, type, &data);
     if (!HPy_IsNull(self))
@@ -98,6 +137,17 @@ int cb3_store_types(HPyContext *ctx, HPy module)
         HPyGlobal_Store(ctx, types[i].type, type);
         HPy_Close(ctx, type);
     }
+#if defined(PYPY_VERSION)
+    HPy pypy = HPyImport_ImportModule(ctx, "__pypy__");
+    if (HPy_IsNull(pypy))
+        return -1;
+    HPy report = HPy_GetAttr_s(ctx, pypy, "add_memory_pressure");
+    HPy_Close(ctx, pypy);
+    if (HPy_IsNull(report))
+        return -1;
+    HPyGlobal_Store(ctx, &cb3_add_memory_pressure, report);
+    HPy_Close(ctx, report);
+#endif
     return 0;
 }
 

@@ -368,6 +368,32 @@ typedef enum cb3_output_mode {
 } cb3_output_mode;
 
 /**
+ * The types of object the C ABI makes, for `cb3_object_size`.
+ */
+typedef enum cb3_object_kind {
+  /**
+   * `cb3_aead`.
+   */
+  CB3_OBJECT_KIND_AEAD = 0,
+  /**
+   * `cb3_stream`.
+   */
+  CB3_OBJECT_KIND_STREAM = 1,
+  /**
+   * `cb3_blake3`.
+   */
+  CB3_OBJECT_KIND_BLAKE3 = 2,
+  /**
+   * `cb3_chacha`.
+   */
+  CB3_OBJECT_KIND_CHACHA = 3,
+  /**
+   * `cb3_chunked`.
+   */
+  CB3_OBJECT_KIND_CHUNKED = 4,
+} cb3_object_kind;
+
+/**
  * A ChaCha20-BLAKE3 cipher: a copy of one 32-byte key.
  *
  * Opaque: create with `cb3_aead_new`, release with `cb3_aead_free` (which
@@ -1241,6 +1267,17 @@ const char *cb3_cache_tuning(void);
  * build, each wheel included, shows that its unwinder works.
  */
 enum cb3_result cb3_panic_boundary_check(void);
+
+/**
+ * The bytes one object of `kind` (a `cb3_object_kind` value) takes in the
+ * allocation that its `*_new` function makes, header included (a
+ * `cb3_chunked` also holds its associated data, not counted here); 0 for a
+ * value that is not a `cb3_object_kind`. For a binding whose objects a
+ * garbage collector frees: the collector cannot see this memory, and may
+ * wait too long to free the objects unless told (PyPy:
+ * `__pypy__.add_memory_pressure`).
+ */
+size_t cb3_object_size(unsigned int kind);
 
 /**
  * Sets the process-wide wait hooks, for language bindings with an

@@ -1,4 +1,4 @@
-/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_panic_boundary_check, cb3_bench_reference and the header's
+/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_panic_boundary_check, cb3_bench_reference, cb3_object_size and the header's
  * constants and version macros. */
 #include <stdint.h>
 
@@ -122,9 +122,23 @@ static void test_bench_reference(void)
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_DECRYPT, 0, 2, &elapsed), CB3_RESULT_OK);
 }
 
+static void test_object_size(void)
+{
+    /* Each kind's allocation: at least its key (or a BLAKE3 hasher's chaining
+     * value stack, 54 x 32 bytes) and a header; nothing for other values. */
+    const unsigned int kinds[] = {CB3_OBJECT_KIND_AEAD, CB3_OBJECT_KIND_STREAM, CB3_OBJECT_KIND_BLAKE3,
+                                  CB3_OBJECT_KIND_CHACHA, CB3_OBJECT_KIND_CHUNKED};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        CHECK(cb3_object_size(kinds[i]) >= CB3_KEY_SIZE + 8);
+    CHECK(cb3_object_size(CB3_OBJECT_KIND_BLAKE3) >= 54 * 32);
+    CHECK(cb3_object_size(CB3_OBJECT_KIND_CHUNKED + 1) == 0);
+    CHECK(cb3_object_size(UINT32_MAX) == 0);
+}
+
 int main(void)
 {
     test_bench_reference();
+    test_object_size();
     test_result_codes();
     test_version();
     test_simd_backend();

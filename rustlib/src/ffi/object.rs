@@ -27,7 +27,7 @@
 //!   `cb3_set_wait_hooks` around the blocking wait, so that a language
 //!   binding can release its interpreter lock (Python's GIL) meanwhile.
 
-use std::ffi::c_void;
+use std::ffi::{c_uint, c_void};
 use std::io::Write;
 use std::mem::offset_of;
 use std::ptr::{addr_of, addr_of_mut};
@@ -89,6 +89,42 @@ pub unsafe fn give<T: Object>(value: T, out: *mut *mut T) -> Cb3Result<()> {
     // write; `tagged` is the live allocation just made.
     unsafe { out.write(addr_of_mut!((*tagged).value)) };
     Ok(())
+}
+
+/// The types of object the C ABI makes, for `cb3_object_size`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cb3_object_kind {
+    /// `cb3_aead`.
+    Aead = 0,
+    /// `cb3_stream`.
+    Stream = 1,
+    /// `cb3_blake3`.
+    Blake3 = 2,
+    /// `cb3_chacha`.
+    Chacha = 3,
+    /// `cb3_chunked`.
+    Chunked = 4,
+}
+
+/// The bytes one object of `kind` (a `cb3_object_kind` value) takes in the
+/// allocation that its `*_new` function makes, header included (a
+/// `cb3_chunked` also holds its associated data, not counted here); 0 for a
+/// value that is not a `cb3_object_kind`. For a binding whose objects a
+/// garbage collector frees: the collector cannot see this memory, and may
+/// wait too long to free the objects unless told (PyPy:
+/// `__pypy__.add_memory_pressure`).
+#[no_mangle]
+pub extern "C" fn cb3_object_size(kind: c_uint) -> usize {
+    use crate::ffi::{aead::cb3_aead, chacha20::cb3_chacha, chunked::cb3_chunked, hash::cb3_blake3, stream::cb3_stream};
+    const KINDS: [(cb3_object_kind, usize); 5] = [
+        (cb3_object_kind::Aead, size_of::<Tagged<cb3_aead>>()),
+        (cb3_object_kind::Stream, size_of::<Tagged<cb3_stream>>()),
+        (cb3_object_kind::Blake3, size_of::<Tagged<cb3_blake3>>()),
+        (cb3_object_kind::Chacha, size_of::<Tagged<cb3_chacha>>()),
+        (cb3_object_kind::Chunked, size_of::<Tagged<cb3_chunked>>()),
+    ];
+    KINDS.iter().find(|(known, _)| *known as c_uint == kind).map_or(0, |&(_, size)| size)
 }
 
 /// The header of `ptr` if it is a live object of type `T`: NULL is
