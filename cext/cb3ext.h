@@ -443,6 +443,8 @@ extern HPyGlobal cb3_type_ChaCha20Blake3, cb3_type_Stream, cb3_type_blake3, cb3_
 extern HPyGlobal cb3_add_memory_pressure;
 #endif
 int cb3_store_types(HPyContext *ctx, HPy module);
+/* Stores `from`.`name` in `global`; -1 with the exception set if it has none. */
+int cb3_load_global(HPyContext *ctx, HPy from, const char *name, HPyGlobal *global);
 
 extern HPyType_Spec cb3_ChaCha20Blake3_spec;
 extern HPyType_Spec cb3_Stream_spec;

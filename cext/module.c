@@ -45,13 +45,40 @@ static int add(HPyContext *ctx, HPy module, const char *name, HPy value)
     return status;
 }
 
-static int load_exception(HPyContext *ctx, HPy errors, const char *name, HPyGlobal *global)
+int cb3_load_global(HPyContext *ctx, HPy from, const char *name, HPyGlobal *global)
 {
-    HPy type = HPy_GetAttr_s(ctx, errors, name);
-    if (HPy_IsNull(type))
+    HPy value = HPy_GetAttr_s(ctx, from, name);
+    if (HPy_IsNull(value))
         return -1;
-    HPyGlobal_Store(ctx, global, type);
-    HPy_Close(ctx, type);
+    HPyGlobal_Store(ctx, global, value);
+    HPy_Close(ctx, value);
+    return 0;
+}
+
+/* What the extension takes from Python modules, once, at import. */
+static const struct {
+    const char *module, *name;
+    HPyGlobal *global;
+} imported[] = {
+    {"cb3.errors", "DecryptionError", &cb3_DecryptionError},
+    {"cb3.errors", "KeystreamExhaustedError", &cb3_KeystreamExhaustedError},
+    {"cb3.errors", "ChunkedHeaderError", &cb3_ChunkedHeaderError},
+#if defined(PYPY_VERSION)
+    {"__pypy__", "add_memory_pressure", &cb3_add_memory_pressure},
+#endif
+};
+
+static int load_imported(HPyContext *ctx)
+{
+    for (size_t i = 0; i < sizeof imported / sizeof imported[0]; i++) {
+        HPy module = HPyImport_ImportModule(ctx, imported[i].module);
+        if (HPy_IsNull(module))
+            return -1;
+        int status = cb3_load_global(ctx, module, imported[i].name, imported[i].global);
+        HPy_Close(ctx, module);
+        if (status < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -141,16 +168,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
         return -1;
     if (cb3_set_wait_hooks(wait_begin, wait_end) != CB3_RESULT_OK)
         return cb3_raisef(ctx, ctx->h_SystemError, "cb3_set_wait_hooks failed");
-    HPy errors = HPyImport_ImportModule(ctx, "cb3.errors");
-    if (HPy_IsNull(errors))
-        return -1;
-    int status = load_exception(ctx, errors, "DecryptionError", &cb3_DecryptionError);
-    if (status == 0)
-        status = load_exception(ctx, errors, "KeystreamExhaustedError", &cb3_KeystreamExhaustedError);
-    if (status == 0)
-        status = load_exception(ctx, errors, "ChunkedHeaderError", &cb3_ChunkedHeaderError);
-    HPy_Close(ctx, errors);
-    if (status < 0)
+    if (load_imported(ctx) < 0)
         return -1;
     if (!HPyHelpers_AddType(ctx, module, "ChaCha20Blake3", &cb3_ChaCha20Blake3_spec, NULL) ||
         !HPyHelpers_AddType(ctx, module, "Stream", &cb3_Stream_spec, NULL) ||

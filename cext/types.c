@@ -18,7 +18,7 @@ const char *cb3_type_name(HPyContext *ctx, HPy obj)
 }
 
 #if defined(PYPY_VERSION)
-/* __pypy__.add_memory_pressure (cb3_store_types loads it). PyPy frees an
+/* __pypy__.add_memory_pressure (module_exec loads it). PyPy frees an
  * instance, and through its destroy slot the Rust object, only at a major
  * collection, and its collector cannot see the Rust allocation (2 KiB for a
  * blake3): told nothing, it let millions of them pile up, gigabytes of memory
@@ -131,23 +131,9 @@ static const struct {
 int cb3_store_types(HPyContext *ctx, HPy module)
 {
     for (size_t i = 0; i < N_TYPES; i++) {
-        HPy type = HPy_GetAttr_s(ctx, module, types[i].attribute);
-        if (HPy_IsNull(type))
+        if (cb3_load_global(ctx, module, types[i].attribute, types[i].type) < 0)
             return -1;
-        HPyGlobal_Store(ctx, types[i].type, type);
-        HPy_Close(ctx, type);
     }
-#if defined(PYPY_VERSION)
-    HPy pypy = HPyImport_ImportModule(ctx, "__pypy__");
-    if (HPy_IsNull(pypy))
-        return -1;
-    HPy report = HPy_GetAttr_s(ctx, pypy, "add_memory_pressure");
-    HPy_Close(ctx, pypy);
-    if (HPy_IsNull(report))
-        return -1;
-    HPyGlobal_Store(ctx, &cb3_add_memory_pressure, report);
-    HPy_Close(ctx, report);
-#endif
     return 0;
 }
 
