@@ -57,6 +57,25 @@ CPU revision\t: 1
 """
 
 
+def test_ratios_are_the_median_and_deciles_of_the_rounds():
+    ratios = targets.Ratios.of([1.0 + i / 100 for i in range(31)][::-1])  # 1.00 ... 1.30, in any order
+    assert (ratios.median, round(ratios.p10, 6), round(ratios.p90, 6)) == (1.15, 1.03, 1.27)
+    assert targets.Ratios.of([0.8]) == targets.Ratios(0.8, 0.8, 0.8)  # one round (--quick)
+    # Each round pairs its own two times: a round where the machine ran at half speed leaves its ratio as it was.
+    target = targets.TARGETS[0]
+    assert target.ratio(2.0, 4.0) == target.ratio(1.0, 2.0) == 0.5
+    speedup = next(t for t in targets.TARGETS if t.speedup)
+    assert speedup.ratio(1.0, 1.8) == 1.8
+
+
+@pytest.mark.parametrize(
+    "ratio, limit, text",
+    [(1.354, 1.35, "1.354"), (1.346, 1.35, "1.346"), (1.09, 1.02, "1.09"), (0.35, 0.55, "0.35"), (1.0, None, "1.00")],
+)
+def test_a_measured_ratio_never_reads_as_its_limit(ratio, limit, text):
+    assert targets.shown(ratio, limit) == text
+
+
 @pytest.mark.parametrize(
     "cpuinfo, model, name, slug",
     [
@@ -145,6 +164,14 @@ def check_header(section):
     for row, target in zip(rows, targets.TARGETS):
         assert row.startswith(f"| {calls.human_size(target.size)} | {target.what} | ")
         assert row.endswith(("| met |", "| **not met** |", "| (evidence) |", "| not measured (peer not installed) |")), row
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        if cells[-1].startswith("not measured"):
+            assert cells[2:4] == ["—", "—"], row
+        else:
+            # The median of the rounds' ratios lies within their 10th to 90th percentiles
+            # (each shown to two decimals: up to half a hundredth off).
+            low, high = (float(x) for x in cells[3].split("-"))
+            assert low - 0.006 <= float(cells[2]) <= high + 0.006, row
 
 
 def test_a_run_rewrites_only_its_familys_section(tmp_path):

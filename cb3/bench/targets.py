@@ -49,15 +49,34 @@ class Target:
     limit: Optional[float]
     speedup: bool = False
 
-    def ratio(self, seconds: dict[str, float]) -> Optional[float]:
-        if self.ours not in seconds or self.peer not in seconds:
-            return None
-        a, b = seconds[self.ours], seconds[self.peer]
-        return b / a if self.speedup else a / b
+    def ratio(self, ours: float, peer: float) -> float:
+        """The ratio of one round, from its two times."""
+        return peer / ours if self.speedup else ours / peer
 
     def met(self, ratio: float) -> bool:
         assert self.limit is not None
         return ratio >= self.limit if self.speedup else ratio <= self.limit
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """A target's ratios over the rounds: their median, and their 10th and
+    90th percentiles (how far a noisy machine moved it). Each round's ratio
+    pairs the two cases' times of that round (seconds apart, where the
+    medians of each case's times would pair any round with any other), so a
+    drift of the machine's speed over the run (a neighbour's load, the
+    clock) cancels out of it."""
+
+    median: float
+    p10: float
+    p90: float
+
+    @classmethod
+    def of(cls, ratios: list[float]) -> "Ratios":
+        if len(ratios) < 2:
+            return cls(ratios[0], ratios[0], ratios[0])
+        deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+        return cls(statistics.median(ratios), deciles[0], deciles[-1])
 
 
 BIG = 16 << 20
@@ -150,9 +169,10 @@ def _target_timers(size: int) -> dict[str, Timer]:
     return timers
 
 
-def measure_targets(rounds: int, budget: float, targets: list[Target] = TARGETS) -> list[tuple[Target, Optional[float]]]:
-    """Every target's ratio, from the medians of interleaved rounds of the
-    cases it compares (all sizes in one loop, like `measure`)."""
+def measure_targets(rounds: int, budget: float, targets: list[Target] = TARGETS) -> list[tuple[Target, Optional[Ratios]]]:
+    """Every target's ratios (None where a peer is not installed), from
+    interleaved rounds of the cases it compares (all sizes in one loop, like
+    `measure`)."""
     wanted = {(t.size, name) for t in targets for name in (t.ours, t.peer)}
     timers: dict[tuple[int, str], Timer] = {}
     for size in sorted({t.size for t in targets}):
@@ -163,16 +183,27 @@ def measure_targets(rounds: int, budget: float, targets: list[Target] = TARGETS)
     samples: dict[tuple[int, str], list[float]] = {key: [] for key in timers}
     for _ in range(rounds):
         for key, timer in timers.items():
+            timer(1)  # untimed: each batch starts warm, whatever case ran before it
             samples[key].append(timer(counts[key]) / counts[key])
-    results = []
+    results: list[tuple[Target, Optional[Ratios]]] = []
     for target in targets:
-        seconds = {name: statistics.median(values) for (size, name), values in samples.items() if size == target.size}
-        results.append((target, target.ratio(seconds)))
+        ours, peer = samples.get((target.size, target.ours)), samples.get((target.size, target.peer))
+        if ours is None or peer is None:
+            results.append((target, None))
+        else:
+            results.append((target, Ratios.of([target.ratio(a, b) for a, b in zip(ours, peer)])))
     return results
 
 
+def shown(ratio: float, limit: Optional[float]) -> str:
+    """`ratio` to two decimals, or three where two would read as the limit
+    itself (a "1.35" that misses "≤ 1.35" by 0.004)."""
+    text = f"{ratio:.2f}"
+    return f"{ratio:.3f}" if limit is not None and text == f"{limit:.2f}" else text
+
+
 def targets_markdown(
-    results: list[tuple[Target, Optional[float]]], rounds: int, command: str, load: str, after: str, family: CpuFamily
+    results: list[tuple[Target, Optional[Ratios]]], rounds: int, command: str, load: str, after: str, family: CpuFamily
 ) -> str:
     """The generated section of `family`: a heading with its name, how,
     where and when it was measured, then one row per target."""
@@ -182,22 +213,26 @@ def targets_markdown(
         f"## {family.name}",
         "",
         stamp(command, load, after)
-        + f", {calls.clock_name} clock, medians of {rounds} interleaved rounds. "
-        "Ratio = cb3's time / the peer's (below 1: cb3 faster); for the thread row, the speed-up "
-        "(one thread's time / two threads').",
+        + f", {calls.clock_name} clock, {rounds} interleaved rounds. "
+        "Ratio = cb3's time / the peer's in the same round (below 1: cb3 faster); for the thread row, the "
+        "speed-up (one thread's time / two threads'). Measured: the median of the rounds' ratios, met or not "
+        "against the target; p10-p90: the 10th and 90th percentiles of the rounds' ratios, how far the "
+        "machine's noise moved them.",
         "",
-        "| size | ratio | measured | target | met |",
-        "|---|---|---:|---:|---|",
+        "| size | ratio | measured | p10-p90 | target | met |",
+        "|---|---|---:|---:|---:|---|",
     ]
-    for target, ratio in results:
+    for target, ratios in results:
         limit = "—" if target.limit is None else f"≥ {target.limit:g}" if target.speedup else f"≤ {target.limit:g}"
-        if ratio is None:
-            measured, met = "—", "not measured (peer not installed)"
-        elif target.limit is None:
-            measured, met = f"{ratio:.2f}", "(evidence)"
+        if ratios is None:
+            measured, spread, met = "—", "—", "not measured (peer not installed)"
         else:
-            measured, met = f"{ratio:.2f}", "met" if target.met(ratio) else "**not met**"
-        lines.append(f"| {human_size(target.size)} | {target.what} | {measured} | {limit} | {met} |")
+            measured, spread = shown(ratios.median, target.limit), f"{ratios.p10:.2f}-{ratios.p90:.2f}"
+            if target.limit is None:
+                met = "(evidence)"
+            else:
+                met = "met" if target.met(ratios.median) else "**not met**"
+        lines.append(f"| {human_size(target.size)} | {target.what} | {measured} | {spread} | {limit} | {met} |")
     lines.append(end)
     return "\n".join(lines)
 
