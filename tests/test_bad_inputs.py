@@ -247,7 +247,7 @@ COVERED_BY_TEST_CHUNKED = {
 def int_p(name: str, low: int, high: int) -> Param:
     """A bench_reference parameter in range(low, high): Rust checks the
     three ranges, with one message for them."""
-    rule = (r"^bench_reference\(\) takes mode in range\(0, 4\), message_len in range\(0, 2\*\*30 \+ 1\) "
+    rule = (r"^bench_reference\(\) takes mode in range\(0, 7\), message_len in range\(0, 2\*\*30 \+ 1\) "
             r"and iterations of at least 1$")
 
     def message(value: int) -> str:
@@ -529,7 +529,7 @@ APIS: list[Api] = [
     Api(
         "_cb3.bench_reference",
         lambda: Valid(cb3._cb3.bench_reference, {"mode": 0, "message_len": 64, "iterations": 1}),
-        (int_p("mode", 0, 4), int_p("message_len", 0, 2**30 + 1), int_p("iterations", 1, 2**64)),
+        (int_p("mode", 0, 7), int_p("message_len", 0, 2**30 + 1), int_p("iterations", 1, 2**64)),
     ),
     # A buffer lying about a huge length is not tried for the hashes: they
     # would have to read it (the output size does not depend on it).

@@ -102,6 +102,11 @@ TARGETS = [
     # Issue #23: the fused pass at its own two primitives' cost (run back to
     # back), and cb3's ChaCha20 core at OpenSSL's from 64 KiB to 16 MiB.
     Target("`encrypt_into` / (cb3's ChaCha20 + cb3 `keyed_hash`), one thread", BIG, "encrypt_into", "cb3 ChaCha20 + keyed_hash", 1.02),
+    # Evidence for that row's floor, in Rust without Python
+    # (`_cb3.bench_reference`): the pass against the same two primitives, and
+    # its XOR with the private copy of each piece against the XOR alone.
+    Target("Rust, no Python: `seal` / (cb3's ChaCha20 + keyed BLAKE3)", BIG, "Rust seal", "Rust ChaCha20 + keyed BLAKE3", None),
+    Target("Rust: `seal`'s XOR with its private copy / without it", BIG, "Rust seal XOR + private copy", "Rust seal XOR", None),
     *(
         Target("cb3 `ChaCha20.update_into` / OpenSSL ChaCha20 `update_into`", size, "cb3 ChaCha20", "OpenSSL ChaCha20", 1.0)
         for size in (64 << 10, 1 << 20, BIG)
@@ -135,6 +140,14 @@ def _target_timers(size: int) -> dict[str, Timer]:
             cb3.keyed_hash(key, own_out)
 
         timers["cb3 ChaCha20 + keyed_hash"] = loop(own_back_to_back)
+        # The modes are cb3_bench_mode's (rustlib/src/ffi/bench.rs).
+        for name, mode in (
+            ("Rust seal", 3),
+            ("Rust ChaCha20 + keyed BLAKE3", 4),
+            ("Rust seal XOR", 5),
+            ("Rust seal XOR + private copy", 6),
+        ):
+            timers[name] = lambda n, mode=mode: _cb3.bench_reference(mode, size, n)
         # Threads: wall time whatever the clock (CPU time adds up the threads).
         timers["encrypt_into, wall"] = loop(lambda: cipher.encrypt_into(nonce, data, None, out), wall=True)
         timers["encrypt_into max_threads=2, wall"] = loop(lambda: two.encrypt_into(nonce, data, None, out), wall=True)

@@ -332,6 +332,22 @@ typedef enum cb3_bench_mode {
    * the Python call, beside the crate's.
    */
   CB3_BENCH_MODE_SEAL = 3,
+  /**
+   * The two primitives `Seal` fuses, back to back and without Python:
+   * cb3's ChaCha20 (the engine of `ChaCha20.update_into`, 8-byte nonce)
+   * into a preallocated buffer, then keyed BLAKE3 of that buffer.
+   */
+  CB3_BENCH_MODE_PARTS = 4,
+  /**
+   * `Seal`'s XOR alone: its pieces, without the MAC and without the
+   * private copy.
+   */
+  CB3_BENCH_MODE_SEAL_XOR = 5,
+  /**
+   * `SealXor` with the private copy `Seal` makes of each piece (the
+   * second store stream): against `SealXor`, what that copy costs.
+   */
+  CB3_BENCH_MODE_SEAL_XOR_COPYING = 6,
 } cb3_bench_mode;
 
 /**

@@ -930,6 +930,36 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
     Pass::run(keys, aad, len, threads, seal_piece_len(), Some(out.ptr as usize), &piece)
 }
 
+/// The XOR of `seal`'s one-thread pass without its MAC, for
+/// `cb3_bench_reference` (the evidence rows of the per-call targets): the
+/// same pieces of `seal_piece_len()` bytes, each XORed from `input` into
+/// `out` and, with `private_copy`, into the thread's piece buffer at the
+/// output's line offset as `seal` does (stored from the same registers where
+/// the kernel runs, else copied). The two against each other give what the
+/// private copy costs the pass.
+pub(crate) fn seal_xor_pass(key: &[u8; 32], nonce: &[u8; 24], input: &[u8], out: &mut [u8], private_copy: bool) -> Cb3Result<()> {
+    let keys = Secrets::derived(key, nonce);
+    let piece = seal_piece_len();
+    let pieces = out.len().div_ceil(piece);
+    let done = with_scratch(piece, |scratch| {
+        let mut stream = keys.keystream(0)?;
+        for (index, (target, from)) in out.chunks_mut(piece).zip(input.chunks(piece)).enumerate() {
+            let last = index + 1 == pieces;
+            if !private_copy {
+                xor_piece_from(&mut stream, from, target, last, None)?;
+                continue;
+            }
+            let shift = (target.as_ptr() as usize).wrapping_sub(scratch.as_ptr() as usize) % 64;
+            let staged = &mut scratch[shift..shift + target.len()];
+            let stored = xor_piece_from(&mut stream, from, staged, last, Some(&mut *target))?;
+            copy_unstored(target, staged, stored);
+        }
+        Ok(())
+    });
+    scrub_stack_deep();
+    done
+}
+
 /// Verifies `tag` over the ciphertext and decrypts it into `out`, reading
 /// every ciphertext byte once (see `Output` for where it goes first).
 /// Returns `DecryptionFailed` on a mismatch; `out` is then untouched
@@ -1144,6 +1174,24 @@ mod tests {
         }
         PIECE_OVERRIDE.store(0, Ordering::Relaxed);
         XOR_PIECE_OVERRIDE.store(0, Ordering::Relaxed);
+    }
+
+    /// The benchmark's XOR pass (`seal_xor_pass`, with and without the
+    /// private copy) writes `seal`'s ciphertext: its rows time the same work.
+    #[test]
+    fn the_bench_xor_pass_writes_seals_ciphertext() {
+        let (key, nonce) = ([9u8; 32], [8u8; 24]);
+        let piece = seal_piece_len();
+        for len in [0, 1, 100, 1024, 70_000, piece - 3, piece + 5, 2 * piece + 1000] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + 1) as u8).collect();
+            let mut sealed = vec![0u8; len];
+            seal(&key, &nonce, b"", Source::Separate(&data), &mut sealed, None).unwrap();
+            for private_copy in [false, true] {
+                let mut out = vec![0xEEu8; len];
+                seal_xor_pass(&key, &nonce, &data, &mut out, private_copy).unwrap();
+                assert!(out == sealed, "len {len}, private copy {private_copy}");
+            }
+        }
     }
 
     /// The message keystream cut into calls anywhere (the pass's pieces

@@ -112,7 +112,7 @@ static void test_bench_reference(void)
     uint64_t elapsed = 12345;
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 0, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
     /* Not a cb3_bench_mode, or a message too large to allocate: refused, not fatal. */
-    CHECK_RESULT(cb3_bench_reference(4, 64, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL_XOR_COPYING + 1, 64, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, SIZE_MAX, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
     CHECK(elapsed == 12345);
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 3, NULL), CB3_RESULT_NULL_PARAMETER);
@@ -120,6 +120,10 @@ static void test_bench_reference(void)
     CHECK(elapsed != 12345);
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT_IN_PLACE, 1000, 2, &elapsed), CB3_RESULT_OK);
     CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_DECRYPT, 0, 2, &elapsed), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL, 70000, 2, &elapsed), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_PARTS, 70000, 2, &elapsed), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL_XOR, 70000, 2, &elapsed), CB3_RESULT_OK);
+    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL_XOR_COPYING, 70000, 2, &elapsed), CB3_RESULT_OK);
 }
 
 static void test_object_size(void)
