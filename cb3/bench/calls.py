@@ -54,6 +54,12 @@ def loop(call: Callable[[], object], wall: bool = False) -> Timer:
     return run
 
 
+def rust(mode: int) -> Callable[[int], Timer]:
+    """Timers, per message size, of `_cb3.bench_reference` mode `mode` (a
+    `cb3_bench_mode` of rustlib/src/ffi/bench.rs: Rust, no Python)."""
+    return lambda size: lambda n: _cb3.bench_reference(mode, size, n)
+
+
 def _cases() -> list[Case]:
     key, nonce = os.urandom(32), os.urandom(24)
     cipher = cb3.ChaCha20Blake3(key)
@@ -84,9 +90,6 @@ def _cases() -> list[Case]:
         stream, data = cb3.Stream(key, nonce), os.urandom(size)
         return loop(lambda: stream.encrypt(data))
 
-    def crate(mode: int) -> Callable[[int], Timer]:
-        return lambda size: lambda n: _cb3.bench_reference(mode, size, n)
-
     cases = [
         Case("cb3 encrypt", cb3_encrypt),
         Case("cb3 decrypt", cb3_decrypt),
@@ -94,9 +97,9 @@ def _cases() -> list[Case]:
         Case("cb3 encrypt_in_place", cb3_in_place),
         Case("cb3 Stream.encrypt", cb3_stream),
         Case("cb3 encrypt max_threads=AUTO", cb3_threaded),
-        Case("raw crate encrypt", crate(0)),
-        Case("raw crate encrypt_in_place", crate(1)),
-        Case("cb3 Rust core encrypt", crate(3)),
+        Case("raw crate encrypt", rust(0)),
+        Case("raw crate encrypt_in_place", rust(1)),
+        Case("cb3 Rust core encrypt", rust(3)),
     ]
     def keyed_hash(size: int) -> Timer:
         data = os.urandom(size)

@@ -147,7 +147,7 @@ def _target_timers(size: int) -> dict[str, Timer]:
             ("Rust seal XOR", 5),
             ("Rust seal XOR + private copy", 6),
         ):
-            timers[name] = lambda n, mode=mode: _cb3.bench_reference(mode, size, n)
+            timers[name] = calls.rust(mode)(size)
         # Threads: wall time whatever the clock (CPU time adds up the threads).
         timers["encrypt_into, wall"] = loop(lambda: cipher.encrypt_into(nonce, data, None, out), wall=True)
         timers["encrypt_into max_threads=2, wall"] = loop(lambda: two.encrypt_into(nonce, data, None, out), wall=True)

@@ -718,6 +718,12 @@ type PieceFn<'a> =
 /// up to 63 to start a piece where `Pass::line_offset` puts it, 64 behind it.
 const SCRATCH_SLACK: usize = 128;
 
+/// How far past `from` a private copy of bytes at `target` starts to lie
+/// as far from a 64-byte line as they do (below 64).
+fn line_offset(target: usize, from: usize) -> usize {
+    target.wrapping_sub(from) % 64
+}
+
 thread_local! {
     /// Each thread's piece buffer for `seal` and the direct path's staging
     /// (`seal_piece_len()` bytes, allocated on its first message with more than one
@@ -820,10 +826,7 @@ impl<'a> Pass<'a> {
     /// (below 64, within `SCRATCH_SLACK`) that puts the piece's ciphertext
     /// as far from a 64-byte line as its place in the output.
     fn line_offset(&self, scratch: &[u8], at: usize, prefix: usize) -> usize {
-        match self.out_addr {
-            Some(out) => (out + at).wrapping_sub(scratch.as_ptr() as usize + prefix) % 64,
-            None => 0,
-        }
+        self.out_addr.map_or(0, |out| line_offset(out + at, scratch.as_ptr() as usize + prefix))
     }
 
     fn leaf(&self, start: usize, len: usize, root: bool) -> Cb3Result<[u8; 32]> {
@@ -907,6 +910,18 @@ pub fn seal(
     tag
 }
 
+/// One piece of `seal`'s XOR: `input` (None: `target`'s own bytes, in
+/// place) XORed into `private` and `target` alike, stored from the same
+/// registers where the kernel runs, else copied from `private`.
+fn xor_private_piece(stream: &mut MessageKeystream<'_>, input: Option<&[u8]>, private: &mut [u8], target: &mut [u8], last: bool) -> Cb3Result<()> {
+    let stored = match input {
+        None => xor_piece_from(stream, &*target, private, last, None)?,
+        Some(input) => xor_piece_from(stream, input, private, last, Some(&mut *target))?,
+    };
+    copy_unstored(target, private, stored);
+    Ok(())
+}
+
 /// `seal` after the key derivation, over `threads` leaves' worth of subtrees.
 fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<[u8; 32]> {
     let len = out.len();
@@ -919,11 +934,11 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         // which the MAC then reads. The output gets the same bytes: stored
         // from the same registers as the private ones where the kernel runs
         // (no second pass), else copied from the private buffer.
-        let stored = match source {
-            Source::InPlace => xor_piece_from(stream, &*target, &mut staged[prefix..], last, None)?,
-            Source::Separate(input) => xor_piece_from(stream, &input[range], &mut staged[prefix..], last, Some(&mut *target))?,
+        let input = match source {
+            Source::InPlace => None,
+            Source::Separate(input) => Some(&input[range]),
         };
-        copy_unstored(target, &staged[prefix..], stored);
+        xor_private_piece(stream, input, &mut staged[prefix..], target, last)?;
         mac.update(staged);
         Ok(())
     };
@@ -949,10 +964,8 @@ pub(crate) fn seal_xor_pass(key: &[u8; 32], nonce: &[u8; 24], input: &[u8], out:
                 xor_piece_from(&mut stream, from, target, last, None)?;
                 continue;
             }
-            let shift = (target.as_ptr() as usize).wrapping_sub(scratch.as_ptr() as usize) % 64;
-            let staged = &mut scratch[shift..shift + target.len()];
-            let stored = xor_piece_from(&mut stream, from, staged, last, Some(&mut *target))?;
-            copy_unstored(target, staged, stored);
+            let shift = line_offset(target.as_ptr() as usize, scratch.as_ptr() as usize);
+            xor_private_piece(&mut stream, Some(from), &mut scratch[shift..shift + target.len()], target, last)?;
         }
         Ok(())
     });
