@@ -18,7 +18,7 @@ static HPy simd_backend_impl(HPyContext *ctx, HPy self)
 }
 
 HPyDef_METH(cache_tuning, "cache_tuning", HPyFunc_NOARGS,
-            .doc = "cache_tuning()\n--\n\nThis CPU's cache sizes and the AEAD's piece sizes derived from them.")
+            .doc = "cache_tuning()\n--\n\nThis CPU's cache sizes, the AEAD's piece sizes derived from them and the pages of its piece buffers.")
 static HPy cache_tuning_impl(HPyContext *ctx, HPy self)
 {
     (void)self;

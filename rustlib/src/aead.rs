@@ -33,6 +33,7 @@ use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, Zeroizing};
 
+use crate::cache::PieceBuffer;
 use crate::ffi::buffers::{xor_keystream, Source};
 use crate::ffi::errors::{cb3_result, Cb3Result};
 use crate::parallel::{self, LazyPool};
@@ -389,27 +390,26 @@ fn on_stack<const N: usize, R>(work: impl FnOnce(*mut u8) -> R) -> R {
 /// Runs `work` on this thread's piece buffer, at least `len` (and `seal_piece_len()`)
 /// bytes: kept between calls (allocating and zeroing 256 KiB per call cost
 /// a few % at 1 MiB), or a new one if a piece function ever ran a nested
-/// pass on this thread.
+/// pass on this thread. In huge pages where the system has them
+/// (`cache::PieceBuffer`).
 fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> Cb3Result<R> {
     SCRATCH.with(|cell| {
-        let mut owned;
+        let mut owned = PieceBuffer::EMPTY;
         let mut borrowed = cell.try_borrow_mut();
-        let scratch: &mut Vec<u8> = match borrowed.as_deref_mut() {
+        let scratch: &mut PieceBuffer = match borrowed.as_deref_mut() {
             Ok(kept) => kept,
-            Err(_) => {
-                owned = Vec::new();
-                &mut owned
-            }
+            Err(_) => &mut owned,
         };
         // Slack behind the bytes asked for: blake3's AVX2 `hash_many` reads
         // 16 bytes past each chunk it hashes, and a piece may fill the
         // buffer up to `len` (see blake3_compressions.rs).
         let want = len.max(seal_piece_len()) + SCRATCH_SLACK;
         if scratch.len() < want {
-            scratch.try_reserve_exact(want - scratch.len()).map_err(|_| cb3_result::OutOfMemory)?;
-            scratch.resize(want, 0);
+            // The old bytes are only ever ciphertext and associated data.
+            *scratch = PieceBuffer::EMPTY;
+            *scratch = PieceBuffer::new(want).ok_or(cb3_result::OutOfMemory)?;
         }
-        work(scratch)
+        work(scratch.as_mut_slice())
     })
 }
 
@@ -729,7 +729,7 @@ thread_local! {
     /// (`seal_piece_len()` bytes, allocated on its first message with more than one
     /// chunk of MAC input and kept; it only ever holds ciphertext and
     /// associated data when a call returns).
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH: std::cell::RefCell<PieceBuffer> = const { std::cell::RefCell::new(PieceBuffer::EMPTY) };
 }
 
 /// One pass over a message: the MAC input `aad || le64(|aad|) || ct ||

@@ -3,7 +3,9 @@
 //! one machine. Piece sizes only change how a message is cut into steps,
 //! never the bytes: every size gives the same ciphertext and tag.
 
+use std::alloc::{self, Layout};
 use std::ffi::{CStr, CString};
+use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 /// Cache sizes in bytes, per instance (the L2 of one core, the whole L3).
@@ -153,6 +155,97 @@ pub fn tuning() -> &'static (Caches, Pieces) {
     })
 }
 
+/// The largest transparent huge page a piece buffer is laid out in: Linux
+/// on x86-64 and on arm64 with 4 KiB pages has 2 MiB ones; arm64 kernels
+/// with 16 or 64 KiB pages have 32 or 512 MiB ones, far more than a piece.
+const MAX_HUGE_PAGE: usize = 4 << 20;
+
+/// The size of the transparent huge pages this system backs advised memory
+/// with (Linux with /sys/kernel/mm/transparent_hugepage/enabled "always" or
+/// "madvise"), if at most `MAX_HUGE_PAGE`; else None (read once).
+pub fn huge_page() -> Option<usize> {
+    static HUGE_PAGE: OnceLock<Option<usize>> = OnceLock::new();
+    *HUGE_PAGE.get_or_init(|| {
+        let read = |name| std::fs::read_to_string(format!("/sys/kernel/mm/transparent_hugepage/{name}")).ok();
+        huge_page_from(&read("enabled")?, &read("hpage_pmd_size")?)
+    })
+}
+
+/// `huge_page()` from the texts of sysfs's `enabled` ("always [madvise]
+/// never": the mode in brackets) and `hpage_pmd_size` (bytes).
+fn huge_page_from(enabled: &str, size: &str) -> Option<usize> {
+    if !(enabled.contains("[always]") || enabled.contains("[madvise]")) {
+        return None;
+    }
+    let size = size.trim().parse::<usize>().ok()?;
+    (size.is_power_of_two() && size <= MAX_HUGE_PAGE).then_some(size)
+}
+
+/// A zeroed buffer for the AEAD's pieces (`aead.rs`, one per thread), laid
+/// out in whole transparent huge pages where `huge_page()` gives their
+/// size: its bytes are then physically contiguous, so a piece the size of
+/// the L2 spreads over the L2's sets evenly instead of wherever the 4 KiB
+/// pages of an ordinary allocation happen to fall, whose collisions evict
+/// lines of the piece before the MAC reads them (an Intel Xeon's
+/// `encrypt_into` took 1.07-1.09 of cb3's own two primitives with 4 KiB
+/// pages and 0.99-1.03 with one 2 MiB page; docs/design/performance.md).
+/// Elsewhere, an ordinary allocation of the length asked for.
+pub struct PieceBuffer {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl PieceBuffer {
+    /// An empty buffer, which allocates nothing.
+    pub const EMPTY: PieceBuffer = PieceBuffer { ptr: NonNull::dangling(), layout: Layout::new::<()>() };
+
+    /// A zeroed buffer of at least `len` bytes (more when rounded up to
+    /// whole huge pages); None if the memory cannot be had.
+    pub fn new(len: usize) -> Option<PieceBuffer> {
+        if len == 0 {
+            return Some(PieceBuffer::EMPTY);
+        }
+        let Some(page) = huge_page() else {
+            let layout = Layout::from_size_align(len, 64).ok()?;
+            // SAFETY: `layout` has a non-zero size.
+            let ptr = NonNull::new(unsafe { alloc::alloc_zeroed(layout) })?;
+            return Some(PieceBuffer { ptr, layout });
+        };
+        let layout = Layout::from_size_align(len.checked_next_multiple_of(page)?, page).ok()?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = NonNull::new(unsafe { alloc::alloc(layout) })?;
+        // Advised before the first write, so that the pages are huge from
+        // their first fault (an error only leaves them small).
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range is this allocation's, aligned to a page.
+        unsafe {
+            libc::madvise(ptr.as_ptr().cast(), layout.size(), libc::MADV_HUGEPAGE);
+        }
+        // SAFETY: the allocation holds `layout.size()` bytes.
+        unsafe { ptr.as_ptr().write_bytes(0, layout.size()) };
+        Some(PieceBuffer { ptr, layout })
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `len()` zeroed-then-owned bytes (none for EMPTY, whose
+        // dangling pointer is aligned and non-null as a slice needs).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len()) }
+    }
+}
+
+impl Drop for PieceBuffer {
+    fn drop(&mut self) {
+        if self.layout.size() > 0 {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+        }
+    }
+}
+
 fn human(bytes: Option<usize>) -> String {
     match bytes {
         None => "?".to_owned(),
@@ -163,13 +256,14 @@ fn human(bytes: Option<usize>) -> String {
 }
 
 /// `tuning()` as one line of text, e.g. "L1d 32 KiB, L2 512 KiB, L3 32 MiB
-/// (sysfs); seal piece 512 KiB, open piece 256 KiB, xor piece 64 KiB".
+/// (sysfs); seal piece 512 KiB, open piece 256 KiB, xor piece 64 KiB; piece
+/// buffer in 2 MiB huge pages".
 pub fn describe() -> &'static CStr {
     static TEXT: OnceLock<CString> = OnceLock::new();
     TEXT.get_or_init(|| {
         let (caches, pieces) = tuning();
         let text = format!(
-            "L1d {}, L2 {}, L3 {} ({}); seal piece {}, open piece {}, xor piece {}",
+            "L1d {}, L2 {}, L3 {} ({}); seal piece {}, open piece {}, xor piece {}; piece buffer in {}",
             human(caches.l1d),
             human(caches.l2),
             human(caches.l3),
@@ -177,6 +271,7 @@ pub fn describe() -> &'static CStr {
             human(Some(pieces.seal_piece)),
             human(Some(pieces.open_piece)),
             human(Some(pieces.xor_piece)),
+            huge_page().map_or("4 KiB pages".to_owned(), |page| format!("{} huge pages", human(Some(page)))),
         );
         CString::new(text).expect("no NUL")
     })
@@ -220,6 +315,39 @@ mod tests {
         assert_eq!(["", "K", "x", "-1K", "0K"].map(parse_size), [None; 5]);
         let entries = [(1, "Data", Some(48 << 10)), (1, "Instruction", Some(32 << 10)), (2, "Unified", Some(2 << 20)), (3, "Unified", Some(30 << 20))];
         assert_eq!(caches_from(entries.into_iter(), "sysfs"), Caches { l1d: Some(48 << 10), l2: Some(2 << 20), l3: Some(30 << 20), source: "sysfs" });
+    }
+
+    #[test]
+    fn huge_pages_only_where_advised_memory_gets_them() {
+        let advised = "always [madvise] never\n";
+        assert_eq!(huge_page_from(advised, "2097152\n"), Some(2 << 20));
+        assert_eq!(huge_page_from("[always] madvise never", "2097152"), Some(2 << 20));
+        assert_eq!(huge_page_from("always madvise [never]", "2097152"), None);
+        // arm64 kernels with 16 and 64 KiB base pages: far more than a piece.
+        assert_eq!(huge_page_from(advised, "33554432"), None);
+        assert_eq!(huge_page_from(advised, "536870912"), None);
+        assert_eq!(["", "0", "x", "3000000"].map(|size| huge_page_from(advised, size)), [None; 4]);
+    }
+
+    /// A piece buffer is zeroed, at least as long as asked, and in whole
+    /// huge pages (aligned to one) where the system has them; allocated
+    /// anew, it is zeroed again whatever the last one held.
+    #[test]
+    fn piece_buffers() {
+        assert_eq!(PieceBuffer::EMPTY.len(), 0);
+        assert!(PieceBuffer::new(0).expect("nothing to allocate").as_mut_slice().is_empty());
+        for len in [1, 4096, (1 << 20) + 128, (2 << 20) + 1] {
+            let mut buffer = PieceBuffer::new(len).expect("memory");
+            assert!(buffer.len() >= len);
+            let bytes = buffer.as_mut_slice();
+            assert!(bytes.iter().all(|&b| b == 0), "{len}");
+            if let Some(page) = huge_page() {
+                assert_eq!((bytes.as_ptr() as usize % page, bytes.len() % page), (0, 0), "{len}");
+            } else {
+                assert_eq!(bytes.len(), len);
+            }
+            bytes.fill(0xA5);
+        }
     }
 
     /// Whatever this machine reports, the derived pieces are in range, and
