@@ -1269,8 +1269,8 @@ const char *cb3_simd_backend(void);
  * "L1d 32 KiB, L2 512 KiB, L3 32 MiB (sysfs); seal piece 512 KiB, open
  * piece 256 KiB, xor piece 64 KiB; piece buffer in 2 MiB huge pages"
  * (sizes from sysfs on Linux, else cpuid, else "default"; "?" for a size
- * not found; "4 KiB pages" where the system has no transparent huge pages
- * for it). For diagnostics only: every piece size computes the same
+ * not found; "ordinary pages" where the system has no transparent huge
+ * pages for it). For diagnostics only: every piece size computes the same
  * bytes. Static and NUL-terminated: never NULL; do not free or modify it.
  */
 const char *cb3_cache_tuning(void);

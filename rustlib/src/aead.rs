@@ -388,9 +388,9 @@ fn on_stack<const N: usize, R>(work: impl FnOnce(*mut u8) -> R) -> R {
 }
 
 /// Runs `work` on this thread's piece buffer, at least `len` (and `seal_piece_len()`)
-/// bytes: kept between calls (allocating and zeroing 256 KiB per call cost
-/// a few % at 1 MiB), or a new one if a piece function ever ran a nested
-/// pass on this thread. In huge pages where the system has them
+/// bytes: kept between calls (allocating and zeroing a piece buffer per
+/// call cost a few % at 1 MiB), or a new one if a piece function ever ran
+/// a nested pass on this thread. In huge pages where the system has them
 /// (`cache::PieceBuffer`).
 fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Cb3Result<R>) -> Cb3Result<R> {
     SCRATCH.with(|cell| {
@@ -726,7 +726,8 @@ fn line_offset(target: usize, from: usize) -> usize {
 
 thread_local! {
     /// Each thread's piece buffer for `seal` and the direct path's staging
-    /// (`seal_piece_len()` bytes, allocated on its first message with more than one
+    /// (`seal_piece_len()` bytes and `SCRATCH_SLACK`, in whole huge pages
+    /// where the system has them; allocated on its first message with more than one
     /// chunk of MAC input and kept; it only ever holds ciphertext and
     /// associated data when a call returns).
     static SCRATCH: std::cell::RefCell<PieceBuffer> = const { std::cell::RefCell::new(PieceBuffer::EMPTY) };

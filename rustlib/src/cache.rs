@@ -1,6 +1,6 @@
 //! The cache sizes of the CPU the code runs on, and the piece sizes the AEAD
 //! derives from them (read once per process), instead of constants tuned on
-//! one machine. Piece sizes only change how a message is cut into steps,
+//! one machine; and the buffer the pieces go in, in the system's huge pages. Piece sizes only change how a message is cut into steps,
 //! never the bytes: every size gives the same ciphertext and tag.
 
 use std::alloc::{self, Layout};
@@ -163,7 +163,7 @@ const MAX_HUGE_PAGE: usize = 4 << 20;
 /// The size of the transparent huge pages this system backs advised memory
 /// with (Linux with /sys/kernel/mm/transparent_hugepage/enabled "always" or
 /// "madvise"), if at most `MAX_HUGE_PAGE`; else None (read once).
-pub fn huge_page() -> Option<usize> {
+fn huge_page() -> Option<usize> {
     static HUGE_PAGE: OnceLock<Option<usize>> = OnceLock::new();
     *HUGE_PAGE.get_or_init(|| {
         let read = |name| std::fs::read_to_string(format!("/sys/kernel/mm/transparent_hugepage/{name}")).ok();
@@ -185,11 +185,13 @@ fn huge_page_from(enabled: &str, size: &str) -> Option<usize> {
 /// out in whole transparent huge pages where `huge_page()` gives their
 /// size: its bytes are then physically contiguous, so a piece the size of
 /// the L2 spreads over the L2's sets evenly instead of wherever the 4 KiB
-/// pages of an ordinary allocation happen to fall, whose collisions evict
-/// lines of the piece before the MAC reads them (an Intel Xeon's
-/// `encrypt_into` took 1.07-1.09 of cb3's own two primitives with 4 KiB
-/// pages and 0.99-1.03 with one 2 MiB page; docs/design/performance.md).
-/// Elsewhere, an ordinary allocation of the length asked for.
+/// pages of an ordinary allocation happen to fall (likely colliding, so
+/// that lines of the piece leave the L2 before the MAC reads them: an
+/// Intel Xeon's `encrypt_into` took 1.07-1.09 of cb3's own two primitives
+/// with 4 KiB pages and 0.99-1.03 with one 2 MiB page;
+/// docs/design/performance.md). The first write may make the kernel
+/// compact memory to find a huge page: once per thread. Elsewhere, an
+/// ordinary allocation of the length asked for.
 pub struct PieceBuffer {
     ptr: NonNull<u8>,
     layout: Layout,
@@ -271,7 +273,7 @@ pub fn describe() -> &'static CStr {
             human(Some(pieces.seal_piece)),
             human(Some(pieces.open_piece)),
             human(Some(pieces.xor_piece)),
-            huge_page().map_or("4 KiB pages".to_owned(), |page| format!("{} huge pages", human(Some(page)))),
+            huge_page().map_or("ordinary pages".to_owned(), |page| format!("{} huge pages", human(Some(page)))),
         );
         CString::new(text).expect("no NUL")
     })
