@@ -14,7 +14,6 @@ lacks a row (or the bench module) is skipped for it.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 #: Rounds per measurement and the seconds each case's batch is calibrated to:
@@ -30,7 +29,7 @@ def _label(target: Any) -> str:
     from cb3.bench.calls import human_size
 
     inverted = " (tracked as its inverse, two threads' time / one's)" if target.speedup else ""
-    return f"{human_size(target.size)}: {re.sub('`', '', target.what)}{inverted}"
+    return f"{human_size(target.size)}: {target.what.replace('`', '')}{inverted}"
 
 
 def _targets() -> dict[str, Any]:

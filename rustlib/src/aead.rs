@@ -935,11 +935,7 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         // which the MAC then reads. The output gets the same bytes: stored
         // from the same registers as the private ones where the kernel runs
         // (no second pass), else copied from the private buffer.
-        let input = match source {
-            Source::InPlace => None,
-            Source::Separate(input) => Some(&input[range]),
-        };
-        xor_private_piece(stream, input, &mut staged[prefix..], target, last)?;
+        xor_private_piece(stream, source.input(range), &mut staged[prefix..], target, last)?;
         mac.update(staged);
         Ok(())
     };
