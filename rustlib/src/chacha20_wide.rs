@@ -112,7 +112,7 @@ unsafe fn xor_with(
     assert!(copy.as_ref().is_none_or(|copy| copy.len() >= units * UNIT_BYTES));
     #[cfg(target_arch = "x86_64")]
     {
-        let mut state = State::new(key, nonce, counter);
+        let mut state = State::new(key, nonce, counter, units * UNIT_BLOCKS);
         let src = input.map_or(out.as_ptr(), |input| input.as_ptr());
         let copy = copy.map_or(std::ptr::null_mut(), |copy| copy.as_mut_ptr());
         // SAFETY: `src`, `out` and `copy` (unless null) hold `units` units
@@ -120,9 +120,12 @@ unsafe fn xor_with(
         // `&mut`, so it overlaps neither); the CPU has the kernel's features
         // (this function's contract).
         unsafe {
-            match kernel {
-                Kernel::Avx2 => x86::xor_units(&state, double_rounds, src, out.as_mut_ptr(), copy, units),
-                Kernel::Avx512 => x86::xor_units_avx512(&state, double_rounds, src, out.as_mut_ptr(), copy, units),
+            let dst = out.as_mut_ptr();
+            match (kernel, state.high_uniform) {
+                (Kernel::Avx2, true) => x86::xor_units::<true>(&state, double_rounds, src, dst, copy, units),
+                (Kernel::Avx2, false) => x86::xor_units::<false>(&state, double_rounds, src, dst, copy, units),
+                (Kernel::Avx512, true) => x86::xor_units_avx512::<true>(&state, double_rounds, src, dst, copy, units),
+                (Kernel::Avx512, false) => x86::xor_units_avx512::<false>(&state, double_rounds, src, dst, copy, units),
             }
         }
         state.wipe();
@@ -135,17 +138,30 @@ unsafe fn xor_with(
     }
 }
 
-/// The 16 words of the state before the rounds, and whether words 12-13 are
-/// one 64-bit counter.
+/// The 16 words of the state before the rounds, whether word 13 is the
+/// same in every block of the call, and the words after the first column round of the
+/// columns that are the same in every block of the call.
+///
+/// Only column 0 holds the low counter word; column 1 holds the high one,
+/// the same in every block unless the low word wraps within the call (DJB
+/// layout; in RFC 8439's word 13 is nonce). The first round of the other
+/// columns is therefore one scalar quarter round per call instead of a
+/// vector one per pass: 36 of the 960 vector operations of 16 blocks'
+/// ChaCha20 rounds (`first`); the bytes are the same.
 #[cfg(target_arch = "x86_64")]
 pub(crate) struct State {
     words: [u32; 16],
-    wide: bool,
+    /// Word 13 is the same in all the call's blocks.
+    high_uniform: bool,
+    /// `words` after the first column round of columns 2 and 3, and of
+    /// column 1 where `high_uniform`; the other columns' words as in `words`.
+    first: [u32; 16],
 }
 
 #[cfg(target_arch = "x86_64")]
 impl State {
-    fn new(key: &[u8; 32], nonce: Nonce<'_>, counter: u64) -> Self {
+    /// The state of a call of `blocks` blocks from block `counter`.
+    fn new(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, blocks: usize) -> Self {
         let mut words = [0u32; 16];
         words[..4].copy_from_slice(&[0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574]);
         for (word, bytes) in words[4..12].iter_mut().zip(key.chunks_exact(4)) {
@@ -166,12 +182,34 @@ impl State {
         for (word, bytes) in words[first..].iter_mut().zip(tail.chunks_exact(4)) {
             *word = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
         }
-        State { words, wide }
+        // The last block's low word is counter's plus blocks - 1: no wrap
+        // while that stays below 2^32.
+        let high_uniform = !wide || u64::from(words[12]) + blocks as u64 <= 1 << 32;
+        let mut first = words;
+        for column in if high_uniform { 1..4 } else { 2..4 } {
+            quarter_round(&mut first, column, column + 4, column + 8, column + 12);
+        }
+        State { words, high_uniform, first }
     }
 
     fn wipe(&mut self) {
         crate::wipe::wipe(&mut self.words);
+        crate::wipe::wipe(&mut self.first);
     }
+}
+
+/// One ChaCha quarter round on words `a`, `b`, `c`, `d` of `x` (RFC 8439,
+/// section 2.1).
+#[cfg(target_arch = "x86_64")]
+fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
+    x[a] = x[a].wrapping_add(x[b]);
+    x[d] = (x[d] ^ x[a]).rotate_left(16);
+    x[c] = x[c].wrapping_add(x[d]);
+    x[b] = (x[b] ^ x[c]).rotate_left(12);
+    x[a] = x[a].wrapping_add(x[b]);
+    x[d] = (x[d] ^ x[a]).rotate_left(8);
+    x[c] = x[c].wrapping_add(x[d]);
+    x[b] = (x[b] ^ x[c]).rotate_left(7);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -224,39 +262,28 @@ mod x86 {
         }};
     }
 
-    /// One ChaCha quarter round on four registers (one word of every block
-    /// each), with the vector width's add, XOR and rotate.
-    macro_rules! quarter_round {
-        ($add:ident, $xor:ident, $rotl:ident, $x:ident, $a:literal, $b:literal, $c:literal, $d:literal) => {
-            $x[$a] = $add($x[$a], $x[$b]);
-            $x[$d] = $rotl!($xor($x[$d], $x[$a]), 16);
-            $x[$c] = $add($x[$c], $x[$d]);
-            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12);
-            $x[$a] = $add($x[$a], $x[$b]);
-            $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8);
-            $x[$c] = $add($x[$c], $x[$d]);
-            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7);
+    /// ChaCha quarter rounds on four registers each (one word of every
+    /// block per register), with the vector width's add, XOR and rotate:
+    /// each quarter round whole, one after another.
+    macro_rules! quarter_rounds_in_turn {
+        ($add:ident, $xor:ident, $rotl:ident, $x:ident, $(($a:literal, $b:literal, $c:literal, $d:literal)),+) => {
+            $(
+                $x[$a] = $add($x[$a], $x[$b]);
+                $x[$d] = $rotl!($xor($x[$d], $x[$a]), 16);
+                $x[$c] = $add($x[$c], $x[$d]);
+                $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12);
+                $x[$a] = $add($x[$a], $x[$b]);
+                $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8);
+                $x[$c] = $add($x[$c], $x[$d]);
+                $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7);
+            )+
         };
     }
 
-    /// One double round: the columns, then the diagonals.
-    macro_rules! double_round {
-        ($add:ident, $xor:ident, $rotl:ident, $x:ident) => {
-            quarter_round!($add, $xor, $rotl, $x, 0, 4, 8, 12);
-            quarter_round!($add, $xor, $rotl, $x, 1, 5, 9, 13);
-            quarter_round!($add, $xor, $rotl, $x, 2, 6, 10, 14);
-            quarter_round!($add, $xor, $rotl, $x, 3, 7, 11, 15);
-            quarter_round!($add, $xor, $rotl, $x, 0, 5, 10, 15);
-            quarter_round!($add, $xor, $rotl, $x, 1, 6, 11, 12);
-            quarter_round!($add, $xor, $rotl, $x, 2, 7, 8, 13);
-            quarter_round!($add, $xor, $rotl, $x, 3, 4, 9, 14);
-        };
-    }
-
-    /// The four quarter rounds of a column (or diagonal) round side by
-    /// side, one step of all four at a time (OpenSSL's order), so that
-    /// in-order port assignment sees four independent operations at every
-    /// step instead of one chain of twelve after another.
+    /// The same quarter rounds side by side, one step of all of them at a
+    /// time (OpenSSL's order), so that in-order port assignment sees four
+    /// independent operations at every step instead of one chain of twelve
+    /// after another.
     macro_rules! quarter_rounds_interleaved {
         ($add:ident, $xor:ident, $rotl:ident, $x:ident, $(($a:literal, $b:literal, $c:literal, $d:literal)),+) => {
             $( $x[$a] = $add($x[$a], $x[$b]); )+
@@ -270,25 +297,55 @@ mod x86 {
         };
     }
 
-    /// `double_round` with each round's quarter rounds interleaved.
-    macro_rules! double_round_interleaved {
-        ($add:ident, $xor:ident, $rotl:ident, $x:ident) => {
-            quarter_rounds_interleaved!($add, $xor, $rotl, $x, (0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15));
-            quarter_rounds_interleaved!($add, $xor, $rotl, $x, (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14));
+    /// One round on the columns, in the style of `$quarter_rounds`.
+    macro_rules! column_round {
+        ($quarter_rounds:ident, $add:ident, $xor:ident, $rotl:ident, $x:ident) => {
+            $quarter_rounds!($add, $xor, $rotl, $x, (0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15))
+        };
+    }
+
+    /// One round on the diagonals.
+    macro_rules! diagonal_round {
+        ($quarter_rounds:ident, $add:ident, $xor:ident, $rotl:ident, $x:ident) => {
+            $quarter_rounds!($add, $xor, $rotl, $x, (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14))
+        };
+    }
+
+    /// The first quarter round of column (`a`, `b`, `c`, `d`), whose words
+    /// `a`, `b`, `c` are the same in every block (`$x` holds them
+    /// broadcast) and whose word `d` is the per-lane `$d_words` (a counter
+    /// word): the first add is one scalar add.
+    macro_rules! first_quarter_round {
+        ($set1:ident, $add:ident, $xor:ident, $rotl:ident, $x:ident, $words:expr, $d_words:expr, $a:literal, $b:literal, $c:literal, $d:literal) => {
+            $x[$a] = $set1($words[$a].wrapping_add($words[$b]) as i32);
+            $x[$d] = $rotl!($xor($d_words, $x[$a]), 16);
+            $x[$c] = $add($x[$c], $x[$d]);
+            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12);
+            $x[$a] = $add($x[$a], $x[$b]);
+            $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8);
+            $x[$c] = $add($x[$c], $x[$d]);
+            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7);
         };
     }
 
     /// The 16 state words of one pass's blocks (one word of every block per
     /// register) after the rounds and the feed-forward of the input state:
-    /// `words` broadcast, with the per-lane counter words `low` and `high`.
+    /// `state`'s words broadcast, with the per-lane counter words `low` and
+    /// `high`. The first column round starts from `state.first`, where the
+    /// columns that are the same in every block have had theirs (column 1
+    /// only where `$high_uniform`, a constant of the kernel's).
     macro_rules! keystream_pass {
-        ($double_round:ident, $set1:ident, $add:ident, $xor:ident, $rotl:ident, $words:expr, $low:expr, $high:expr, $double_rounds:expr) => {{
-            let words = $words;
-            let mut x = std::array::from_fn::<_, 16, _>(|i| $set1(words[i] as i32));
-            x[12] = $low;
-            x[13] = $high;
-            for _ in 0..$double_rounds {
-                $double_round!($add, $xor, $rotl, x);
+        ($quarter_rounds:ident, $set1:ident, $add:ident, $xor:ident, $rotl:ident, $state:expr, $high_uniform:expr, $low:expr, $high:expr, $double_rounds:expr) => {{
+            let (words, first) = (&$state.words, &$state.first);
+            let mut x = std::array::from_fn::<_, 16, _>(|i| $set1(first[i] as i32));
+            first_quarter_round!($set1, $add, $xor, $rotl, x, words, $low, 0, 4, 8, 12);
+            if !$high_uniform {
+                first_quarter_round!($set1, $add, $xor, $rotl, x, words, $high, 1, 5, 9, 13);
+            }
+            diagonal_round!($quarter_rounds, $add, $xor, $rotl, x);
+            for _ in 1..$double_rounds {
+                column_round!($quarter_rounds, $add, $xor, $rotl, x);
+                diagonal_round!($quarter_rounds, $add, $xor, $rotl, x);
             }
             for (i, word) in x.iter_mut().enumerate() {
                 let input = match i {
@@ -337,7 +394,7 @@ mod x86 {
     /// `dst` and `copy` (null, or overlapping neither) hold `units *
     /// UNIT_BYTES` bytes; the CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn xor_units(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, copy: *mut u8, units: usize) {
+    pub(super) unsafe fn xor_units<const HIGH_UNIFORM: bool>(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, copy: *mut u8, units: usize) {
         let words = &state.words;
         let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         let step = _mm256_set1_epi32(LANES as i32);
@@ -346,17 +403,17 @@ mod x86 {
         // subtracting the all-ones "less than" adds one).
         let mut low = _mm256_add_epi32(_mm256_set1_epi32(words[12] as i32), lanes);
         let mut high = _mm256_set1_epi32(words[13] as i32);
-        if state.wide {
+        if !HIGH_UNIFORM {
             high = _mm256_sub_epi32(high, less_than(low, lanes));
         }
         for pass in 0..units * super::UNIT_BLOCKS / LANES {
-            let x: [__m256i; 16] = keystream_pass!(double_round, _mm256_set1_epi32, _mm256_add_epi32, _mm256_xor_si256, rotl, words, low, high, double_rounds);
+            let x: [__m256i; 16] = keystream_pass!(quarter_rounds_in_turn, _mm256_set1_epi32, _mm256_add_epi32, _mm256_xor_si256, rotl, state, HIGH_UNIFORM, low, high, double_rounds);
             let at = pass * LANES * 64;
             // SAFETY: the pass's 512 bytes lie within both buffers (the
             // caller's contract).
             unsafe { store_pass(&x, src.add(at), dst.add(at), at_or_null(copy, at)) };
             let next = _mm256_add_epi32(low, step);
-            if state.wide {
+            if !HIGH_UNIFORM {
                 high = _mm256_sub_epi32(high, less_than(next, low));
             }
             low = next;
@@ -420,7 +477,7 @@ mod x86 {
     /// # Safety
     /// As `xor_units`, with AVX-512F instead of AVX2.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn xor_units_avx512(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, copy: *mut u8, units: usize) {
+    pub(super) unsafe fn xor_units_avx512<const HIGH_UNIFORM: bool>(state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, copy: *mut u8, units: usize) {
         let words = &state.words;
         let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         let step = _mm512_set1_epi32(super::UNIT_BLOCKS as i32);
@@ -435,11 +492,11 @@ mod x86 {
         // lane that passes 2^32 carrying into the high word (DJB layout).
         let mut low = _mm512_add_epi32(_mm512_set1_epi32(words[12] as i32), lanes);
         let mut high = _mm512_set1_epi32(words[13] as i32);
-        if state.wide {
+        if !HIGH_UNIFORM {
             high = _mm512_mask_add_epi32(high, _mm512_cmplt_epu32_mask(low, lanes), high, one);
         }
         for unit in 0..units {
-            let x: [__m512i; 16] = keystream_pass!(double_round_interleaved, _mm512_set1_epi32, _mm512_add_epi32, _mm512_xor_si512, rotl512, words, low, high, double_rounds);
+            let x: [__m512i; 16] = keystream_pass!(quarter_rounds_interleaved, _mm512_set1_epi32, _mm512_add_epi32, _mm512_xor_si512, rotl512, state, HIGH_UNIFORM, low, high, double_rounds);
             let blocks = transpose_unit(&x);
             let at = unit * super::UNIT_BYTES;
             let copy_at = at_or_null(copy, at);
@@ -461,7 +518,7 @@ mod x86 {
             }
             last = blocks[15];
             let next = _mm512_add_epi32(low, step);
-            if state.wide {
+            if !HIGH_UNIFORM {
                 high = _mm512_mask_add_epi32(high, _mm512_cmplt_epu32_mask(next, low), high, one);
             }
             low = next;
@@ -526,9 +583,16 @@ mod x86 {
         blocks
     }
 
-    /// XORs the unit's keystream `blocks` into its bytes, in address order:
-    /// `dst[..1024] = src[..1024] XOR blocks`, and `copy[..1024]` the same
-    /// unless `copy` is null.
+    /// XORs the unit's keystream `blocks` into its bytes: `dst[..1024] =
+    /// src[..1024] XOR blocks`, and `copy[..1024]` the same unless `copy`
+    /// is null.
+    ///
+    /// All the unit's loads come before its stores (as in
+    /// `store_unit_shifted`). Where `dst` lies a few bytes past `src` modulo
+    /// 4 KiB (two heap buffers one after the other), each load of the next
+    /// block would otherwise follow a store that the CPU cannot tell apart
+    /// from it by the address bits it compares ("4K aliasing") and wait for
+    /// it: a chain through the unit's stores.
     ///
     /// # Safety
     /// `src`, `dst` and `copy` (unless null) hold 1024 bytes; the CPU has
@@ -536,10 +600,12 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn store_unit_avx512(blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
-        for (block, &bytes) in blocks.iter().enumerate() {
+        // SAFETY: block `block`'s 64 bytes lie within the unit's 1024.
+        let data: [__m512i; 16] = std::array::from_fn(|block| unsafe { xor_input(blocks[block], src.add(block * 64)) });
+        for (block, &bytes) in data.iter().enumerate() {
             let at = block * 64;
-            // SAFETY: block `block`'s 64 bytes lie within the unit's 1024.
-            unsafe { xor_store(bytes, src.add(at), dst.add(at), at_or_null(copy, at)) };
+            // SAFETY: as above.
+            unsafe { store_both(bytes, dst.add(at), at_or_null(copy, at)) };
         }
     }
 
@@ -558,8 +624,29 @@ mod x86 {
     #[target_feature(enable = "avx512f")]
     unsafe fn xor_store(keystream: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
         // SAFETY: the caller's contract.
+        unsafe { store_both(xor_input(keystream, src), dst, copy) }
+    }
+
+    /// `src[..64] XOR keystream`.
+    ///
+    /// # Safety
+    /// `src` holds 64 bytes; the CPU has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn xor_input(keystream: __m512i, src: *const u8) -> __m512i {
+        // SAFETY: the caller's contract.
+        _mm512_xor_si512(unsafe { _mm512_loadu_si512(src as *const _) }, keystream)
+    }
+
+    /// `dst[..64] = data`, and `copy[..64]` the same unless `copy` is null.
+    ///
+    /// # Safety
+    /// The pointers (but a null `copy`) hold 64 bytes; the CPU has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store_both(data: __m512i, dst: *mut u8, copy: *mut u8) {
+        // SAFETY: the caller's contract.
         unsafe {
-            let data = _mm512_xor_si512(_mm512_loadu_si512(src as *const _), keystream);
             _mm512_storeu_si512(dst as *mut _, data);
             if !copy.is_null() {
                 _mm512_storeu_si512(copy as *mut _, data);
@@ -612,10 +699,16 @@ mod x86 {
         #[inline]
         #[target_feature(enable = "avx512f")]
         unsafe fn store(&self, first: __m512i, second: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
-            let bytes = _mm512_permutex2var_epi32(first, self.index, second);
             let at = 4 * self.words;
             // SAFETY: the 64 bytes at `at` lie within the 128 (the contract).
-            unsafe { xor_store(bytes, src.add(at), dst.add(at), at_or_null(copy, at)) };
+            unsafe { xor_store(self.bytes(first, second), src.add(at), dst.add(at), at_or_null(copy, at)) };
+        }
+
+        /// The window's 64 bytes of keystream: `(first || second)[w..w + 64]`.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        fn bytes(&self, first: __m512i, second: __m512i) -> __m512i {
+            _mm512_permutex2var_epi32(first, self.index, second)
         }
 
         /// The first `4 * words` bytes of a run, from its first block.
@@ -654,10 +747,15 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn store_unit_shifted(window: &Window, blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
-        for block in 0..15 {
-            let at = block * 64;
-            // SAFETY: blocks `block` and `block + 1` lie within the unit.
-            unsafe { window.store(blocks[block], blocks[block + 1], src.add(at), dst.add(at), at_or_null(copy, at)) };
+        let shift = 4 * window.words;
+        // All the windows' loads before their stores (`store_unit_avx512`).
+        // SAFETY: the windows across blocks `block` and `block + 1` lie
+        // within the unit.
+        let data: [__m512i; 15] = std::array::from_fn(|block| unsafe { xor_input(window.bytes(blocks[block], blocks[block + 1]), src.add(block * 64 + shift)) });
+        for (block, &bytes) in data.iter().enumerate() {
+            let at = block * 64 + shift;
+            // SAFETY: as above.
+            unsafe { store_both(bytes, dst.add(at), at_or_null(copy, at)) };
         }
     }
 }
@@ -788,6 +886,38 @@ mod tests {
                 check::<R20>(kernel, &key, Nonce::Ietf(&ietf), counter, units, offsets, &mut state);
                 check::<R12>(kernel, &key, Nonce::Ietf(&ietf), counter, units, offsets, &mut state);
                 check::<R8>(kernel, &key, Nonce::Ietf(&ietf), counter, units, offsets, &mut state);
+            }
+        }
+    }
+
+    /// Column 1's first round is done once per call wherever word 13 is
+    /// the same in all the call's blocks: always in RFC 8439's layout (it
+    /// is nonce), in the DJB one unless the low counter word wraps within
+    /// the call. Column 0 (the low counter word) is never done ahead, nor
+    /// column 1 where the high word differs between blocks.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn first_column_round_ahead_only_where_the_same_in_every_block() {
+        let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let below = (1u64 << 32) - 16;
+        for (nonce, counter, blocks, uniform) in [
+            (Nonce::Ietf(&[9; 12]), u64::from(u32::MAX) - 15, 16, true),
+            (Nonce::Djb(&[9; 8]), 0, 1 << 20, true),
+            (Nonce::Djb(&[9; 8]), below, 16, true),
+            (Nonce::Djb(&[9; 8]), below + 1, 16, false),
+            (Nonce::Djb(&[9; 8]), below, 17, false),
+            (Nonce::Djb(&[9; 8]), 1 << 32, 16, true),
+        ] {
+            let state = State::new(&key, nonce, counter, blocks);
+            let what = format!("counter {counter:#x}, {blocks} blocks");
+            assert_eq!(state.high_uniform, uniform, "{what}");
+            let mut expected = state.words;
+            for column in if uniform { 1..4 } else { 2..4 } {
+                quarter_round(&mut expected, column, column + 4, column + 8, column + 12);
+            }
+            assert_eq!(state.first, expected, "{what}");
+            for word in [0, 4, 8, 12] {
+                assert_eq!(state.first[word], state.words[word], "column 0 left to the kernel: {what}");
             }
         }
     }
