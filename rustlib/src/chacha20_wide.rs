@@ -139,15 +139,15 @@ unsafe fn xor_with(
 }
 
 /// The 16 words of the state before the rounds, whether word 13 is the
-/// same in every block of the call, and the words after the first column round of the
-/// columns that are the same in every block of the call.
+/// same in every block of the call, and the state after the first round of
+/// the columns that are.
 ///
-/// Only column 0 holds the low counter word; column 1 holds the high one,
-/// the same in every block unless the low word wraps within the call (DJB
-/// layout; in RFC 8439's word 13 is nonce). The first round of the other
-/// columns is therefore one scalar quarter round per call instead of a
-/// vector one per pass: 36 of the 960 vector operations of 16 blocks'
-/// ChaCha20 rounds (`first`); the bytes are the same.
+/// Only column 0 holds the low counter word; column 1 holds the high one
+/// (DJB layout; in RFC 8439's, word 13 is nonce), the same in every block
+/// unless the low word wraps within the call. The first round of the other
+/// columns is therefore one scalar quarter round each per call instead of a
+/// vector one per pass (`first`): 36 of the 960 vector operations of 16
+/// blocks' ChaCha20 rounds. The bytes are the same.
 #[cfg(target_arch = "x86_64")]
 pub(crate) struct State {
     words: [u32; 16],
