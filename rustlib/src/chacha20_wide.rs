@@ -262,6 +262,20 @@ mod x86 {
         }};
     }
 
+    /// A quarter round's seven steps after its first add (`a += b`, already
+    /// in `$x[$a]`), with `$d_word` as word `d` before them.
+    macro_rules! quarter_round_after_first_add {
+        ($add:ident, $xor:ident, $rotl:ident, $x:ident, $d_word:expr, $a:literal, $b:literal, $c:literal, $d:literal) => {
+            $x[$d] = $rotl!($xor($d_word, $x[$a]), 16);
+            $x[$c] = $add($x[$c], $x[$d]);
+            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12);
+            $x[$a] = $add($x[$a], $x[$b]);
+            $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8);
+            $x[$c] = $add($x[$c], $x[$d]);
+            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7);
+        };
+    }
+
     /// ChaCha quarter rounds on four registers each (one word of every
     /// block per register), with the vector width's add, XOR and rotate:
     /// each quarter round whole, one after another.
@@ -269,13 +283,7 @@ mod x86 {
         ($add:ident, $xor:ident, $rotl:ident, $x:ident, $(($a:literal, $b:literal, $c:literal, $d:literal)),+) => {
             $(
                 $x[$a] = $add($x[$a], $x[$b]);
-                $x[$d] = $rotl!($xor($x[$d], $x[$a]), 16);
-                $x[$c] = $add($x[$c], $x[$d]);
-                $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12);
-                $x[$a] = $add($x[$a], $x[$b]);
-                $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8);
-                $x[$c] = $add($x[$c], $x[$d]);
-                $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7);
+                quarter_round_after_first_add!($add, $xor, $rotl, $x, $x[$d], $a, $b, $c, $d);
             )+
         };
     }
@@ -318,13 +326,7 @@ mod x86 {
     macro_rules! first_quarter_round {
         ($set1:ident, $add:ident, $xor:ident, $rotl:ident, $x:ident, $words:expr, $d_words:expr, $a:literal, $b:literal, $c:literal, $d:literal) => {
             $x[$a] = $set1($words[$a].wrapping_add($words[$b]) as i32);
-            $x[$d] = $rotl!($xor($d_words, $x[$a]), 16);
-            $x[$c] = $add($x[$c], $x[$d]);
-            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 12);
-            $x[$a] = $add($x[$a], $x[$b]);
-            $x[$d] = $rotl!($xor($x[$d], $x[$a]), 8);
-            $x[$c] = $add($x[$c], $x[$d]);
-            $x[$b] = $rotl!($xor($x[$b], $x[$c]), 7);
+            quarter_round_after_first_add!($add, $xor, $rotl, $x, $d_words, $a, $b, $c, $d);
         };
     }
 
