@@ -63,6 +63,7 @@ static const char *type_name(PyObject *obj)
     return Py_TYPE(obj)->tp_name;
 }
 
+#if defined(PYPY_VERSION)
 /* 1 if `obj` is exactly bytes (not a subclass). Three context calls; on
  * PyPy each is a call into RPython (~10-20 ns), which is why the bytes path
  * below asks this first: exact bytes then need no HPyBytes_Check. */
@@ -74,7 +75,6 @@ static int is_exact_bytes(HPyContext *ctx, HPy obj)
     return exact;
 }
 
-#if defined(PYPY_VERSION)
 /* bytes.__bytes__(obj) for a bytes subclass: an exact bytes copy of its
  * content, made by the builtin itself (no method of the subclass runs). */
 static HPy exact_copy(HPyContext *ctx, HPy obj)
@@ -112,12 +112,12 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
     if (none_ok && HPy_Is(ctx, obj, ctx->h_None))
         return 0;
     if (!writable) {
+#if defined(PYPY_VERSION)
         if (CB3_BYTES_VIA_HPY && is_exact_bytes(ctx, obj)) {
             borrow_bytes(ctx, obj, out);
             return 0;
         }
         if (HPyBytes_Check(ctx, obj)) {
-#if defined(PYPY_VERSION)
             /* A bytes subclass on PyPy: both HPyBytes_GET_SIZE and cpyext's
              * buffer export answer with len(), which the subclass may
              * override, so they could describe more bytes than exist.
@@ -135,13 +135,17 @@ int cb3_buffer_get(HPyContext *ctx, HPy obj, const char *name, int writable, int
                 borrow_bytes(ctx, out->copy, out);
                 return 0;
             }
-#else
-            if (CB3_BYTES_VIA_HPY) {
-                borrow_bytes(ctx, obj, out);
-                return 0;
-            }
-#endif
         }
+#else
+        /* CPython: a subclass's size and data are its real ones, so any
+         * bytes is borrowed, and HPyBytes_Check is a flag test (asking
+         * is_exact_bytes first, as PyPy does, cost a PyObject_Type call
+         * through the PLT and a reference count per argument). */
+        if (CB3_BYTES_VIA_HPY && HPyBytes_Check(ctx, obj)) {
+            borrow_bytes(ctx, obj, out);
+            return 0;
+        }
+#endif
     }
     PyObject *py = HPy_AsPyObject(ctx, obj);
     if (py == NULL)

@@ -267,13 +267,16 @@ typedef struct {
 /* Starts a call: sets only what cb3_call_end and the parsers read (the
  * arguments, the owned handles, the borrowed count, the outputs), not the
  * whole frame: zeroing its ~600 bytes (one rep stos per call) was ~1% of a
- * 64-byte encrypt. */
+ * 64-byte encrypt. One loop per array: GCC 12 turns a single loop over both
+ * into one 96-byte memset, which it emits as a rep stos again (~1% of a
+ * 64-byte encrypt's samples on an Intel Xeon); two 48-byte ones become six
+ * vector stores. */
 static inline void cb3_call_start(cb3_call *call)
 {
-    for (int i = 0; i < CB3_MAX_ARGS; i++) {
+    for (int i = 0; i < CB3_MAX_ARGS; i++)
         call->arg[i] = HPy_NULL;
+    for (int i = 0; i < CB3_MAX_ARGS; i++)
         call->owned[i] = HPy_NULL;
-    }
     call->set.count = 0;
     for (size_t i = 0; i < sizeof call->out / sizeof call->out[0]; i++) {
         call->out[i].ptr = NULL;
