@@ -253,6 +253,8 @@ class build_ext_rust(build_ext):
             command.append("--release")
         env = dict(os.environ)
         if "RUSTFLAGS" in env:  # it replaces rustlib/.cargo/config.toml's rustflags: add them
+            import tomllib  # here: CPython 3.10 (no tomllib) gets setup.py's refusal, not an ImportError
+
             with open(os.path.join(RUSTLIB, ".cargo", "config.toml"), "rb") as f:
                 env["RUSTFLAGS"] = " ".join([env["RUSTFLAGS"], *tomllib.load(f)["build"]["rustflags"]])
         # cwd=rustlib so that rustlib/.cargo/config.toml applies.

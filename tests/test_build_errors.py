@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUST_VERSION = re.search(r'^rust-version = "([\d.]+)"', (ROOT / "rustlib/Cargo.toml").read_text(), re.MULTILINE)[1]
 
 
-def build_ext(tmp_path, path):
-    env = {k: v for k, v in os.environ.items() if k not in ("CARGO", "CB3_STATICLIB")}
-    env.update(PATH=path, PYTHONDONTWRITEBYTECODE="1")
+def build_ext(tmp_path, path, **extra_env):
+    env = {k: v for k, v in os.environ.items() if k not in ("CARGO", "CB3_STATICLIB", "RUSTFLAGS")}
+    env.update(PATH=path, PYTHONDONTWRITEBYTECODE="1", **extra_env)
     build = tmp_path / "build"
     command = [sys.executable, "setup.py", "-q", "build_ext", "-b", str(build / "lib"), "-t", str(build / "temp")]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -45,3 +45,18 @@ def test_old_cargo_says_which_version_is_needed(tmp_path, bin_dir):
     assert result.returncode != 0
     assert f"needs cargo from Rust >= {RUST_VERSION}; {cargo} is 'cargo 1.63.0 (fd9c4297c 2022-07-01)'" in result.stderr
     assert "https://rustup.rs" in result.stderr
+
+
+def test_rustflags_from_the_environment_keep_rustlibs_own(tmp_path, bin_dir):
+    """A RUSTFLAGS variable replaces rustlib/.cargo/config.toml's rustflags
+    in cargo: setup.py passes both (a stand-in cargo records what it got)."""
+    seen = tmp_path / "rustflags"
+    cargo = bin_dir / "cargo"
+    cargo.write_text(
+        f"#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'cargo {RUST_VERSION}.0 (0 2026-01-01)'; exit 0; fi\n"
+        f"printf '%s' \"$RUSTFLAGS\" > '{seen}'\nexit 1\n"
+    )
+    cargo.chmod(0o755)
+    result = build_ext(tmp_path, f"{bin_dir}:{os.environ['PATH']}", RUSTFLAGS="-C opt-level=3")
+    assert result.returncode != 0  # the stand-in builds nothing
+    assert seen.read_text() == "-C opt-level=3 --cfg chacha20_avx512", result.stderr
