@@ -489,6 +489,9 @@ mod x86 {
         let shift = (dst as usize).wrapping_neg() % 64;
         let shifted = shift != 0 && shift % 4 == 0;
         let window = Window::new(shift / 4);
+        // The input's offset from a line where the stores start lines.
+        let src_offset = (src as usize).wrapping_add(if shifted { shift } else { 0 }) % 64;
+        let interior = Input { lines: (src_offset != 0 && src_offset % 4 == 0).then(|| Window::new(src_offset / 4)) };
         let mut last = _mm512_setzero_si512();
         // The counter words of the unit's 16 blocks: block `i` in lane `i`, a
         // lane that passes 2^32 carrying into the high word (DJB layout).
@@ -502,20 +505,25 @@ mod x86 {
             let blocks = transpose_unit(&x);
             let at = unit * super::UNIT_BYTES;
             let copy_at = at_or_null(copy, at);
+            // The first and last units load straddling: their input's whole
+            // lines would reach past the run.
+            let input = if unit > 0 && unit + 1 < units { &interior } else { &Input::DIRECT };
             // SAFETY: the unit's 1024 bytes lie within the buffers (the
             // caller's contract); the shifted stores' window before the
-            // unit (unit > 0) lies within the previous unit.
+            // unit (unit > 0) lies within the previous unit; an interior
+            // unit's whole input lines start after the first unit's first
+            // byte and end before the last unit's last.
             unsafe {
                 if !shifted {
-                    store_unit_avx512(&blocks, src.add(at), dst.add(at), copy_at);
+                    store_unit_avx512(input, &blocks, src.add(at), dst.add(at), copy_at);
                 } else {
                     if unit == 0 {
                         window.store_head(blocks[0], src, dst, copy);
                     } else {
                         // The window across the last unit's last block and this one's first.
-                        window.store(last, blocks[0], src.add(at - 64), dst.add(at - 64), at_or_null(copy, at - 64));
+                        window.store(input, last, blocks[0], src.add(at - 64), dst.add(at - 64), at_or_null(copy, at - 64));
                     }
-                    store_unit_shifted(&window, &blocks, src.add(at), dst.add(at), copy_at);
+                    store_unit_shifted(input, &window, &blocks, src.add(at), dst.add(at), copy_at);
                 }
             }
             last = blocks[15];
@@ -601,9 +609,9 @@ mod x86 {
     /// AVX-512F.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn store_unit_avx512(blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
+    unsafe fn store_unit_avx512(input: &Input, blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
         // SAFETY: block `block`'s 64 bytes lie within the unit's 1024.
-        let data: [__m512i; 16] = std::array::from_fn(|block| unsafe { xor_input(blocks[block], src.add(block * 64)) });
+        let data: [__m512i; 16] = std::array::from_fn(|block| unsafe { input.xor(blocks[block], src.add(block * 64)) });
         for (block, &bytes) in data.iter().enumerate() {
             let at = block * 64;
             // SAFETY: as above.
@@ -617,27 +625,43 @@ mod x86 {
         if copy.is_null() { copy } else { copy.wrapping_add(at) }
     }
 
-    /// `dst[..64] = src[..64] XOR keystream`, and `copy[..64]` the same
-    /// from the same register unless `copy` is null.
-    ///
-    /// # Safety
-    /// The pointers (but a null `copy`) hold 64 bytes; the CPU has AVX-512F.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn xor_store(keystream: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
-        // SAFETY: the caller's contract.
-        unsafe { store_both(xor_input(keystream, src), dst, copy) }
+    /// How a unit loads its 64-byte pieces of input. Where the input lies
+    /// a whole number of 32-bit words, but not of lines, past the lines the
+    /// stores write (Python keeps a bytes object's data 32 bytes past a
+    /// line, a large bytearray's 16 past one), each such load would
+    /// straddle two lines: on an Intel Xeon that cost ChaCha20 up to a tenth
+    /// of its time (docs/design/performance.md). `lines` then loads the two whole
+    /// lines instead and takes the 64 bytes out of them with one `vpermt2d`
+    /// (a `Window` over the input).
+    struct Input {
+        lines: Option<Window>,
     }
 
-    /// `src[..64] XOR keystream`.
-    ///
-    /// # Safety
-    /// `src` holds 64 bytes; the CPU has AVX-512F.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn xor_input(keystream: __m512i, src: *const u8) -> __m512i {
-        // SAFETY: the caller's contract.
-        _mm512_xor_si512(unsafe { _mm512_loadu_si512(src as *const _) }, keystream)
+    impl Input {
+        /// One load per piece, wherever it lies.
+        const DIRECT: Input = Input { lines: None };
+
+        /// `src[..64] XOR keystream`.
+        ///
+        /// # Safety
+        /// `src` holds 64 bytes; with `lines`, `src` lies `4 * words` bytes
+        /// past a line and both whole lines lie within the input. The CPU
+        /// has AVX-512F.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn xor(&self, keystream: __m512i, src: *const u8) -> __m512i {
+            // SAFETY: the caller's contract (aligned loads of whole lines).
+            let bytes = unsafe {
+                match &self.lines {
+                    None => _mm512_loadu_si512(src as *const _),
+                    Some(lines) => {
+                        let line = src.sub(4 * lines.words);
+                        lines.bytes(_mm512_load_si512(line as *const _), _mm512_load_si512(line.add(64) as *const _))
+                    }
+                }
+            };
+            _mm512_xor_si512(bytes, keystream)
+        }
     }
 
     /// `dst[..64] = data`, and `copy[..64]` the same unless `copy` is null.
@@ -678,7 +702,8 @@ mod x86 {
 
     /// The 64 bytes that start `4 * words` bytes into one keystream block
     /// and end as far into the next: `dst`'s whole lines when `dst` is that
-    /// far short of one.
+    /// far short of one. Over two whole lines of input, the 64 bytes of
+    /// input that `4 * words` bytes past a line start (`Input`).
     struct Window {
         words: usize,
         /// `vpermt2d` indices: lane i takes word `i + words` of the pair.
@@ -700,10 +725,10 @@ mod x86 {
         /// The pointers (but a null `copy`) hold 128 bytes from where they point.
         #[inline]
         #[target_feature(enable = "avx512f")]
-        unsafe fn store(&self, first: __m512i, second: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
+        unsafe fn store(&self, input: &Input, first: __m512i, second: __m512i, src: *const u8, dst: *mut u8, copy: *mut u8) {
             let at = 4 * self.words;
             // SAFETY: the 64 bytes at `at` lie within the 128 (the contract).
-            unsafe { xor_store(self.bytes(first, second), src.add(at), dst.add(at), at_or_null(copy, at)) };
+            unsafe { store_both(input.xor(self.bytes(first, second), src.add(at)), dst.add(at), at_or_null(copy, at)) };
         }
 
         /// The window's 64 bytes of keystream: `(first || second)[w..w + 64]`.
@@ -748,12 +773,12 @@ mod x86 {
     /// As `store_unit_avx512`.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn store_unit_shifted(window: &Window, blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
+    unsafe fn store_unit_shifted(input: &Input, window: &Window, blocks: &[__m512i; 16], src: *const u8, dst: *mut u8, copy: *mut u8) {
         let shift = 4 * window.words;
         // All the windows' loads before their stores (`store_unit_avx512`).
         // SAFETY: the windows across blocks `block` and `block + 1` lie
         // within the unit.
-        let data: [__m512i; 15] = std::array::from_fn(|block| unsafe { xor_input(window.bytes(blocks[block], blocks[block + 1]), src.add(block * 64 + shift)) });
+        let data: [__m512i; 15] = std::array::from_fn(|block| unsafe { input.xor(window.bytes(blocks[block], blocks[block + 1]), src.add(block * 64 + shift)) });
         for (block, &bytes) in data.iter().enumerate() {
             let at = block * 64 + shift;
             // SAFETY: as above.
@@ -873,9 +898,15 @@ mod tests {
     fn matches_the_crate_on(kernel: Kernel) {
         let mut state = 0x2545_F491_4F6C_DD1D;
         let djb_counters = [0, 1, (1 << 32) - 16, (1 << 32) - 5, (1 << 32) - 1, 1 << 32, u64::MAX - 15, u64::MAX - 3, u64::MAX];
-        for (round, out) in (0..64).chain(0..64).enumerate() {
-            // The first 64 rounds: all three at one offset; then apart.
-            let offsets = if round < 64 { Offsets { data: out, out, copy: out } } else { Offsets { data: (out * 7 + 3) % 64, out, copy: (out * 13 + 4) % 64 } };
+        for (round, out) in (0..64).chain(0..64).chain(0..64).enumerate() {
+            // The first 64 rounds: all three at one offset; then apart, the
+            // last 64 with the input a whole number of words (1-15) past the
+            // output's offset (`Input`'s whole lines).
+            let offsets = match round / 64 {
+                0 => Offsets { data: out, out, copy: out },
+                1 => Offsets { data: (out * 7 + 3) % 64, out, copy: (out * 13 + 4) % 64 },
+                _ => Offsets { data: (out + 4 * (1 + round % 15)) % 64, out, copy: (out * 13 + 4) % 64 },
+            };
             let key: [u8; 32] = random(&mut state, 32).try_into().unwrap();
             let djb: [u8; 8] = random(&mut state, 8).try_into().unwrap();
             let ietf: [u8; 12] = random(&mut state, 12).try_into().unwrap();
