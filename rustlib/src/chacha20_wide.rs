@@ -632,7 +632,10 @@ mod x86 {
     /// straddle two lines: on an Intel Xeon that cost ChaCha20 up to a tenth
     /// of its time (docs/design/performance.md). `lines` then loads the two whole
     /// lines instead and takes the 64 bytes out of them with one `vpermt2d`
-    /// (a `Window` over the input).
+    /// (a `Window` over the input). A line is then loaded twice, for the end
+    /// of one piece and the start of the next, but each byte of a piece comes
+    /// from one load, and the output and the AEAD's private copy from the
+    /// same register: what is stored is still one reading of the input.
     struct Input {
         lines: Option<Window>,
     }
