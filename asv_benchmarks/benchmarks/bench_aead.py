@@ -108,6 +108,33 @@ class OutputLineOffset:
         RAW.update_into(MESSAGES[size], RAW_OUT_AT_OFFSET[size, offset])
 
 
+def _input_at_line_offset(key: tuple[int, int]) -> memoryview:
+    view = _at_line_offset(*key)
+    view[:] = MESSAGES[key[0]]
+    return view.toreadonly()
+
+
+INPUT_AT_OFFSET = Lazy(_input_at_line_offset)
+
+
+class InputLineOffset:
+    """Inputs 16 (the output's offset here), 48 (where bytes objects start),
+    0 and 17 bytes past a cache line, into an output 16 past one: the
+    AVX-512 kernel loads two whole lines per 64 bytes where the input lies a
+    whole number of words (but not of lines) past the lines it stores (48, 0),
+    one line where it lies on them (16), and straddles two lines at 17."""
+
+    params = [[1 * MiB, 16 * MiB], [16, 48, 0, 17]]
+    param_names = ["size", "offset"]
+    version = "1"
+
+    def time_encrypt_into(self, size: int, offset: int) -> None:
+        CIPHER.encrypt_into(NONCE, INPUT_AT_OFFSET[size, offset], None, OUT_AT_OFFSET[size, 16])
+
+    def time_chacha20_update_into(self, size: int, offset: int) -> None:
+        RAW.update_into(INPUT_AT_OFFSET[size, offset], RAW_OUT_AT_OFFSET[size, 16])
+
+
 THREADED = cb3.ChaCha20Blake3(KEY, max_threads=cb3.AUTO)
 THREADED_2 = cb3.ChaCha20Blake3(KEY, max_threads=2)
 
