@@ -284,3 +284,30 @@ def test_files_markdown_rewrites_only_its_section(tmp_path):
         assert re.search(re.escape(row) + r" +[\d.]+ ms", section), row
     # The bench cleans up after itself: only the doc is left in the directory.
     assert [p.name for p in tmp_path.iterdir()] == ["stream-format.md"]
+
+
+def test_interleaved_rounds_run_each_round_in_a_new_seeded_order():
+    """Every timer gets one batch per round (with `warm`, an untimed call
+    first); the rounds' orders differ, so no case always follows the same one,
+    and repeat from run to run (seeded)."""
+
+    def run(warm: bool) -> tuple[list[tuple[str, int]], dict[str, list[float]]]:
+        log: list[tuple[str, int]] = []
+
+        def timer(name: str) -> calls.Timer:
+            return lambda n: log.append((name, n)) or 0.5 * n
+
+        names = [f"case {i}" for i in range(6)]
+        samples = calls.interleaved({name: timer(name) for name in names}, {name: 4 for name in names}, 8, warm)
+        return log, samples
+
+    log, samples = run(warm=True)
+    assert samples == {f"case {i}": [0.5] * 8 for i in range(6)}
+    assert len(log) == 2 * 6 * 8 and all(n == 1 for _, n in log[::2]) and all(n == 4 for _, n in log[1::2])
+    orders = [tuple(name for name, _ in log[2 * 6 * r : 2 * 6 * (r + 1) : 2]) for r in range(8)]
+    assert all(sorted(order) == [f"case {i}" for i in range(6)] for order in orders)
+    assert len(set(orders)) > 1, "every round in the same order"
+    followers = {order[i + 1] for order in orders for i in range(5) if order[i] == "case 0"}
+    assert len(followers) > 1, "case 0 always followed by the same case"
+    cold, _ = run(warm=False)
+    assert [name for name, _ in cold] == [name for name, _ in log[1::2]], "another order in another run"

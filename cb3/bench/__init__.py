@@ -2,8 +2,9 @@
 side by side in one process.
 
 Every case is timed in interleaved rounds (round 1 of every case and size,
-then round 2, ...) and the median per-call time is kept, so a burst of noise
-on a shared machine hits all cases alike. Peers that are not installed are
+then round 2, ...; each round in a new, seeded random order, so that no case
+always follows the same one) and the median per-call time is kept, so a
+burst of noise on a shared machine hits all cases alike. Peers that are not installed are
 listed at the end, with the pip command that installs them. The raw-Rust
 column times the `chacha20-blake3` crate itself through
 `cb3._cb3.bench_reference`, in the same process.

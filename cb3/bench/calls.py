@@ -5,11 +5,12 @@ and the report of their ratios."""
 import hashlib
 import os
 import platform
+import random
 import re
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Hashable, Optional, TypeVar
 
 import cb3
 from cb3 import _cb3
@@ -240,6 +241,29 @@ def calibrate(timer: Timer, budget: float) -> int:
         n *= 10
 
 
+Key = TypeVar("Key", bound=Hashable)
+
+
+def interleaved(timers: dict[Key, Timer], counts: dict[Key, int], rounds: int, warm: bool = False) -> dict[Key, list[float]]:
+    """Seconds per call of each timer (`counts[key]` calls per batch), one
+    batch of every timer per round. Each round runs the batches in a new
+    random order (seeded: the same orders in every run), so that no case
+    always follows the same one: a 16 MiB case right after the case that
+    wrote its output buffer measured 5-9 % faster there than right after
+    another (docs/design/performance.md). With `warm`, an untimed call
+    starts each batch."""
+    order = list(timers)
+    shuffler = random.Random(0)
+    samples: dict[Key, list[float]] = {key: [] for key in order}
+    for _ in range(rounds):
+        shuffler.shuffle(order)
+        for key in order:
+            if warm:
+                timers[key](1)
+            samples[key].append(timers[key](counts[key]) / counts[key])
+    return samples
+
+
 @dataclass
 class Result:
     case: str
@@ -274,10 +298,7 @@ def measure(
     for timer in timers.values():
         _warm_up(timer, warmup)
     counts = {key: calibrate(timer, budget) for key, timer in timers.items()}
-    samples: dict[tuple[str, int], list[float]] = {key: [] for key in timers}
-    for _ in range(rounds):
-        for key, timer in timers.items():
-            samples[key].append(timer(counts[key]) / counts[key])
+    samples = interleaved(timers, counts, rounds)
     return [Result(name, size, statistics.median(values), values) for (name, size), values in samples.items()]
 
 

@@ -193,11 +193,7 @@ def measure_targets(rounds: int, budget: float, targets: list[Target] = TARGETS)
             if (size, name) in wanted:
                 timers[(size, name)] = timer
     counts = {key: calibrate(timer, budget) for key, timer in timers.items()}
-    samples: dict[tuple[int, str], list[float]] = {key: [] for key in timers}
-    for _ in range(rounds):
-        for key, timer in timers.items():
-            timer(1)  # untimed: each batch starts warm, whatever case ran before it
-            samples[key].append(timer(counts[key]) / counts[key])
+    samples = calls.interleaved(timers, counts, rounds, warm=True)
     results: list[tuple[Target, Optional[Ratios]]] = []
     for target in targets:
         ours, peer = samples.get((target.size, target.ours)), samples.get((target.size, target.peer))
@@ -226,7 +222,7 @@ def targets_markdown(
         f"## {family.name}",
         "",
         stamp(command, load, after)
-        + f", {calls.clock_name} clock, {rounds} interleaved rounds. "
+        + f", {calls.clock_name} clock, {rounds} interleaved rounds (each in a new seeded random order). "
         "Ratio = cb3's time / the peer's in the same round (below 1: cb3 faster); for the thread row, the "
         "speed-up (one thread's time / two threads'). Measured: the median of the rounds' ratios, met or not "
         "against the target; p10-p90: the 10th and 90th percentiles of the rounds' ratios, how far the "
