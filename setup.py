@@ -121,16 +121,16 @@ from setuptools.dist import Distribution  # noqa: E402
 # (cext/module.c) both compare these with the running interpreter and raise
 # ImportError on a mismatch (cb3/_loading/guard.py).
 def load_by_path(name, *path):
-    """A module of the cb3 package (standard library only), loaded by path:
+    """A module of the source tree (standard library only), loaded by path:
     importing the cb3 package needs the extension that is being built."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "cb3", *path))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, *path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 # The build and the import compute the interpreter's tag with the same function.
-BUILD_INTERPRETER = load_by_path("_cb3_build_guard", "_loading", "guard.py").interpreter_tag()
+BUILD_INTERPRETER = load_by_path("_cb3_build_guard", "cb3", "_loading", "guard.py").interpreter_tag()
 
 
 default_abi = default_hpy_abi()
@@ -253,10 +253,8 @@ class build_ext_rust(build_ext):
             command.append("--release")
         env = dict(os.environ)
         if "RUSTFLAGS" in env:  # it replaces rustlib/.cargo/config.toml's rustflags: add them
-            import tomllib  # here: CPython 3.10 (no tomllib) gets setup.py's refusal, not an ImportError
-
-            with open(os.path.join(RUSTLIB, ".cargo", "config.toml"), "rb") as f:
-                env["RUSTFLAGS"] = " ".join([env["RUSTFLAGS"], *tomllib.load(f)["build"]["rustflags"]])
+            # Loaded here: CPython 3.10 (no tomllib) gets setup.py's refusal, not an ImportError.
+            env["RUSTFLAGS"] = load_by_path("_cb3_rustflags", "rustlib", "rustflags.py").merged(env["RUSTFLAGS"])
         # cwd=rustlib so that rustlib/.cargo/config.toml applies.
         subprocess.check_call(command, cwd=RUSTLIB, env=env)
         return os.path.join(target_dir, profile, "libcb3.a")
@@ -289,7 +287,7 @@ CAPI_FILES = ("include/cb3.h", "lib/libcb3.a", "lib/pkgconfig/cb3.pc")
 
 def load_capi():
     """cb3/capi.py."""
-    return load_by_path("_cb3_capi", "capi.py")
+    return load_by_path("_cb3_capi", "cb3", "capi.py")
 
 
 def copy_capi_file(source, target, strip_debug):

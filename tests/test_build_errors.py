@@ -60,3 +60,22 @@ def test_rustflags_from_the_environment_keep_rustlibs_own(tmp_path, bin_dir):
     result = build_ext(tmp_path, f"{bin_dir}:{os.environ['PATH']}", RUSTFLAGS="-C opt-level=3")
     assert result.returncode != 0  # the stand-in builds nothing
     assert seen.read_text() == "-C opt-level=3 --cfg chacha20_avx512", result.stderr
+
+
+@pytest.mark.parametrize("given", [None, "", "-C opt-level=3", "  -C target-cpu=native  "])
+def test_rustflags_script_appends_rustlibs_own(given):
+    """rustlib/rustflags.py, the one reader of the config's rustflags (setup.py
+    loads it; tests/c/run.sh and the fuzz session run it): the given RUSTFLAGS,
+    then the config's, as one value for cargo."""
+    import tomllib
+
+    with open(ROOT / "rustlib/.cargo/config.toml", "rb") as f:
+        own = tomllib.load(f)["build"]["rustflags"]
+    assert own, "rustlib/.cargo/config.toml has no rustflags"
+    env = {k: v for k, v in os.environ.items() if k != "RUSTFLAGS"}
+    if given is not None:
+        env["RUSTFLAGS"] = given
+    result = subprocess.run([sys.executable, "-P", str(ROOT / "rustlib/rustflags.py")], env=env,
+                            capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.split() == (given or "").split() + own
+    assert result.stdout == " ".join((given or "").split() + own) + "\n"

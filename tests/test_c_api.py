@@ -40,6 +40,7 @@ def test_c_programs_pass_under_sanitizers():
     process = subprocess.run(
         ["bash", str(C_TESTS / "run.sh")],
         cwd=ROOT,
+        env={**os.environ, "PYTHON": sys.executable},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

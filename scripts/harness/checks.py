@@ -174,11 +174,7 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
     run([python, "-m", "pip", "install", *PIP_QUIET, "-r", ROOT / "fuzz/requirements.txt"])
     # cargo-fuzz needs nightly-only flags (-Zsanitizer), which this stable toolchain accepts
     # with RUSTC_BOOTSTRAP=1; its RUSTFLAGS replace .cargo/config.toml's, so those go there.
-    config = (ROOT / "rustlib/.cargo/config.toml").read_text()
-    m = re.search(r"^rustflags = \[(.*)\]$", config, re.M)
-    if not m:
-        raise RuntimeError("no rustflags line in rustlib/.cargo/config.toml")
-    flags = " ".join(filter(None, [os.environ.get("RUSTFLAGS", ""), m.group(1).replace('"', "").replace(",", "")]))
+    flags = output_of([python, "-P", ROOT / "rustlib/rustflags.py"])
     env = {"RUSTC_BOOTSTRAP": "1", "RUSTFLAGS": flags, "PATH": f"{TOOLS / 'bin'}:{os.environ['PATH']}"}
     target_dir = TOOLS / "fuzz-target"
     seeds = work / "seeds"

@@ -7,7 +7,8 @@
 # or sanitizer report. tests/test_c_api.py runs this script under pytest.
 #
 # Environment: CC (gcc), CXX (g++), CARGO (cargo), CB3_C_TARGET_DIR (cargo's
-# target dir, default rustlib/target). The sanitizer runtimes come with gcc
+# target dir, default rustlib/target), RUSTFLAGS (merged with rustlib's own by
+# rustlib/rustflags.py, run with PYTHON, default python3). The sanitizer runtimes come with gcc
 # (Debian: libasan8, libubsan1).
 set -euo pipefail
 
@@ -41,7 +42,7 @@ step() { echo "== $*"; }
 step "cargo build --locked --lib (rustlib, debug)"
 env=()
 if [[ -n "${RUSTFLAGS:-}" ]]; then # RUSTFLAGS replaces rustlib/.cargo/config.toml's rustflags: add them
-    env=(RUSTFLAGS="$RUSTFLAGS $(sed -n 's/^rustflags = \[\(.*\)\]$/\1/p' "$RUSTLIB/.cargo/config.toml" | tr -d '",')")
+    env=(RUSTFLAGS="$("${PYTHON:-python3}" "$RUSTLIB/rustflags.py")")
 fi
 (cd "$RUSTLIB" && env ${env[@]+"${env[@]}"} "$CARGO" build --locked --lib --target-dir "$TARGET_DIR")
 LIB=$TARGET_DIR/debug/libcb3.a
