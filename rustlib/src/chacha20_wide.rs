@@ -627,10 +627,10 @@ mod x86 {
 
     /// How a unit loads its 64-byte pieces of input. Where the input lies
     /// a whole number of 32-bit words, but not of lines, past the lines the
-    /// stores write (Python keeps a bytes object's data 32 bytes past a
-    /// line, a large bytearray's 16 past one), each such load would
-    /// straddle two lines: on an Intel Xeon that cost ChaCha20 up to a tenth
-    /// of its time (docs/design/performance.md). `lines` then loads the two whole
+    /// stores write (Python keeps a large bytes object's data 48 bytes past
+    /// a line, behind its 32-byte header, a large bytearray's 16 past one),
+    /// each such load would straddle two lines: on an Intel Xeon that cost
+    /// ChaCha20 up to a tenth of its time (docs/design/performance.md). `lines` then loads the two whole
     /// lines instead and takes the 64 bytes out of them with one `vpermt2d`
     /// (a `Window` over the input). A line is then loaded twice, for the end
     /// of one piece and the start of the next, but each byte of a piece comes
