@@ -1,7 +1,8 @@
-//! The cache sizes of the CPU the code runs on, and the piece sizes the AEAD
-//! derives from them (read once per process), instead of constants tuned on
-//! one machine; and the buffer the pieces go in, in the system's huge pages. Piece sizes only change how a message is cut into steps,
-//! never the bytes: every size gives the same ciphertext and tag.
+//! The cache sizes and maker of the CPU the code runs on, and the piece
+//! sizes the AEAD derives from them (read once per process), instead of
+//! constants tuned on one machine; and the buffer the pieces go in, in the
+//! system's huge pages. Piece sizes only change how a message is cut into
+//! steps, never the bytes: every size gives the same ciphertext and tag.
 
 use std::alloc::{self, Layout};
 use std::ffi::{CStr, CString};
@@ -26,17 +27,21 @@ const DEFAULT_L2: usize = 512 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pieces {
     /// One piece of the one pass that encrypts (XOR into the private piece
-    /// and the output, MAC from the private piece): the whole L2. The
-    /// piece is written once and read once right after, and pieces of the
-    /// whole L2 measured faster than half of it (docs/design/performance.md,
-    /// "16 MiB `encrypt_into`"). A power of two (pieces are
-    /// aligned in the MAC input, so BLAKE3 hashes whole 16-chunk subtrees)
-    /// of 64 KiB to 1 MiB.
+    /// and the output, MAC from the private piece). The piece is written
+    /// once and read once right after, and the best size followed the maker
+    /// more than the cache sizes (docs/design/performance.md, "The seal
+    /// piece, by maker"): on Intel a quarter of the L2 (two Xeons with
+    /// 2 MiB L2s: 512 KiB pieces 2-4 % faster than 1 MiB ones, at least
+    /// 128 KiB, below which the per-piece work showed), elsewhere the whole
+    /// L2 (a Zen 5: 1 MiB pieces 4 % faster than 512 KiB ones). A power of
+    /// two (pieces are aligned in the MAC input, so BLAKE3 hashes whole
+    /// 16-chunk subtrees) of 64 KiB to 1 MiB.
     pub seal_piece: usize,
     /// One piece of the pass that decrypts (copy into private memory, MAC
     /// there): half the L2, so that the piece stays there with the hash
     /// state around it until it is decrypted or staged (larger pieces
-    /// measured no faster there, same page). The same bounds.
+    /// measured no faster there, same page), and at most the seal piece
+    /// (the piece buffer is sized for that). The same bounds.
     pub open_piece: usize,
     /// One keystream step of the staged decryption's last pass (XOR from the
     /// private copy into the output): twice the L1d (input and output of a
@@ -44,19 +49,53 @@ pub struct Pieces {
     pub xor_piece: usize,
 }
 
+/// Who made the CPU, where the piece rule differs by it: from cpuid's vendor
+/// string on x86-64 (`Other` elsewhere).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Maker {
+    Intel,
+    Amd,
+    Other,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn maker() -> Maker {
+    let id = std::arch::x86_64::__cpuid(0);
+    let mut vendor = [0u8; 12];
+    for (bytes, word) in vendor.chunks_exact_mut(4).zip([id.ebx, id.edx, id.ecx]) {
+        bytes.copy_from_slice(&word.to_le_bytes());
+    }
+    match &vendor {
+        b"GenuineIntel" => Maker::Intel,
+        b"AuthenticAMD" => Maker::Amd,
+        _ => Maker::Other,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn maker() -> Maker {
+    Maker::Other
+}
+
 fn power_of_two_at_most(bytes: usize, min: usize, max: usize) -> usize {
     let floor = if bytes == 0 { 0 } else { 1 << (usize::BITS - 1 - bytes.leading_zeros()) };
     floor.clamp(min, max)
 }
 
-/// The piece sizes for `caches` (unknown sizes: the defaults).
-pub fn pieces_for(caches: &Caches) -> Pieces {
+/// The piece sizes for `caches` of a CPU by `maker` (unknown sizes: the
+/// defaults).
+pub fn pieces_for(caches: &Caches, maker: Maker) -> Pieces {
+    const K: usize = 1024;
     let l2 = caches.l2.unwrap_or(DEFAULT_L2);
     let l1d = caches.l1d.unwrap_or(DEFAULT_L1D);
+    let seal_piece = match maker {
+        Maker::Intel => power_of_two_at_most(l2 / 4, 128 * K, 1024 * K),
+        Maker::Amd | Maker::Other => power_of_two_at_most(l2, 64 * K, 1024 * K),
+    };
     Pieces {
-        seal_piece: power_of_two_at_most(l2, 64 * 1024, 1024 * 1024),
-        open_piece: power_of_two_at_most(l2 / 2, 64 * 1024, 1024 * 1024),
-        xor_piece: power_of_two_at_most(l1d * 2, 16 * 1024, 256 * 1024),
+        seal_piece,
+        open_piece: power_of_two_at_most(l2 / 2, 64 * K, 1024 * K).min(seal_piece),
+        xor_piece: power_of_two_at_most(l1d * 2, 16 * K, 256 * K),
     }
 }
 
@@ -151,7 +190,7 @@ pub fn tuning() -> &'static (Caches, Pieces) {
     static TUNING: OnceLock<(Caches, Pieces)> = OnceLock::new();
     TUNING.get_or_init(|| {
         let caches = detect();
-        (caches, pieces_for(&caches))
+        (caches, pieces_for(&caches, maker()))
     })
 }
 
@@ -291,17 +330,31 @@ mod tests {
     fn pieces_follow_the_cache_sizes() {
         const K: usize = 1024;
         let pieces = |seal, open, xor| Pieces { seal_piece: seal * K, open_piece: open * K, xor_piece: xor * K };
-        // Zen 3 in a VM (32K L1d, 512K L2).
-        assert_eq!(pieces_for(&caches(Some(32 * K), Some(512 * K))), pieces(512, 256, 64));
-        // Zen 4 (32K L1d, 1 MiB L2), Zen 5 (48K, 1 MiB), Intel with 48K L1d and 1.25 or 2 MiB L2.
-        assert_eq!(pieces_for(&caches(Some(32 * K), Some(1024 * K))), pieces(1024, 512, 64));
-        assert_eq!(pieces_for(&caches(Some(48 * K), Some(1024 * K))), pieces(1024, 512, 64));
-        assert_eq!(pieces_for(&caches(Some(48 * K), Some(1280 * K))), pieces(1024, 512, 64));
-        assert_eq!(pieces_for(&caches(Some(48 * K), Some(2048 * K))), pieces(1024, 1024, 64));
+        let amd = |l1d, l2| pieces_for(&caches(Some(l1d * K), Some(l2 * K)), Maker::Amd);
+        let intel = |l1d, l2| pieces_for(&caches(Some(l1d * K), Some(l2 * K)), Maker::Intel);
+        // AMD: the whole L2. Zen 3 in a VM (32K L1d, 512K L2), Zen 4 (32K, 1 MiB), Zen 5 (48K, 1 MiB).
+        assert_eq!(amd(32, 512), pieces(512, 256, 64));
+        assert_eq!(amd(32, 1024), pieces(1024, 512, 64));
+        assert_eq!(amd(48, 1024), pieces(1024, 512, 64));
+        // Intel: a quarter of it, at least 128 KiB; the open piece never above
+        // the seal piece. Xeons with 48K L1d and 2 MiB L2, with 1.25 MiB
+        // L2, a client core with 256K.
+        assert_eq!(intel(48, 2048), pieces(512, 512, 64));
+        assert_eq!(intel(48, 1280), pieces(256, 256, 64));
+        assert_eq!(intel(32, 256), pieces(128, 128, 64));
+        // Other makers (and other architectures) as AMD.
+        for (l1d, l2) in [(32, 512), (64, 2048), (48, 1024)] {
+            assert_eq!(pieces_for(&caches(Some(l1d * K), Some(l2 * K)), Maker::Other), amd(l1d, l2));
+        }
         // Clamped: tiny or huge caches, and unknown ones (the defaults).
-        assert_eq!(pieces_for(&caches(Some(4 * K), Some(64 * K))), pieces(64, 64, 16));
-        assert_eq!(pieces_for(&caches(Some(1024 * K), Some(64 * 1024 * K))), pieces(1024, 1024, 256));
-        assert_eq!(pieces_for(&caches(None, None)), pieces_for(&caches(Some(DEFAULT_L1D), Some(DEFAULT_L2))));
+        assert_eq!(amd(4, 64), pieces(64, 64, 16));
+        assert_eq!(intel(4, 64), pieces(128, 64, 16));
+        assert_eq!(amd(1024, 64 * 1024), pieces(1024, 1024, 256));
+        assert_eq!(intel(1024, 64 * 1024), pieces(1024, 1024, 256));
+        for maker in [Maker::Intel, Maker::Amd, Maker::Other] {
+            let defaults = caches(Some(DEFAULT_L1D), Some(DEFAULT_L2));
+            assert_eq!(pieces_for(&caches(None, None), maker), pieces_for(&defaults, maker));
+        }
     }
 
     #[test]
@@ -364,6 +417,16 @@ mod tests {
         assert!(pieces.xor_piece.is_power_of_two() && (16 << 10..=256 << 10).contains(&pieces.xor_piece));
         if let (Some(sysfs), Some(cpuid)) = (from_sysfs(), from_cpuid()) {
             assert_eq!((sysfs.l1d, sysfs.l2), (cpuid.l1d, cpuid.l2));
+        }
+        // The maker as the kernel reports it.
+        if let (true, Ok(info)) = (cfg!(target_arch = "x86_64"), std::fs::read_to_string("/proc/cpuinfo")) {
+            let vendor = info.lines().find_map(|line| line.strip_prefix("vendor_id")?.split(':').nth(1)).map(str::trim);
+            let expected = match vendor {
+                Some("GenuineIntel") => Maker::Intel,
+                Some("AuthenticAMD") => Maker::Amd,
+                _ => Maker::Other,
+            };
+            assert_eq!(maker(), expected, "{vendor:?}");
         }
         eprintln!("{}", describe().to_string_lossy());
     }
