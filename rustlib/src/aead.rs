@@ -22,6 +22,7 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
 use chacha20::cipher::array::Array;
@@ -36,7 +37,7 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::cache::PieceBuffer;
 use crate::ffi::buffers::{xor_keystream, Source};
 use crate::ffi::errors::{cb3_result, Cb3Result};
-use crate::parallel::{self, LazyPool};
+use crate::parallel::{self, LazyPool, Workers};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
 
 /// Key size of ChaCha20-BLAKE3 in bytes: `key_len` must equal it.
@@ -639,24 +640,26 @@ fn copy_unstored(target: &mut [u8], from: &[u8], stored: Range<usize>) {
     target[stored.end..].copy_from_slice(&from[stored.end..]);
 }
 
-/// `out = input XOR keystream` for the whole message, split over `threads`
-/// segments (the last pass of a staged decryption).
-fn xor_into(keys: &Secrets, input: &[u8], out: &mut [u8], threads: usize) -> Cb3Result<()> {
-    if threads <= 1 {
+/// `out = input XOR keystream` for the whole message, in
+/// `LEAVES_PER_THREAD` segments per thread of `workers` (the last pass of a
+/// staged decryption).
+fn xor_into(keys: &Secrets, input: &[u8], out: &mut [u8], workers: &Workers) -> Cb3Result<()> {
+    if workers.threads() <= 1 {
         return xor_segment(keys, 0, input, out);
     }
-    let segment = parallel::segment_len(out.len(), threads);
+    let len = out.len();
+    let segment = parallel::segment_len(len, workers.threads() * LEAVES_PER_THREAD);
+    let target = Span::of(out);
     let failed = AtomicBool::new(false);
-    rayon_core::scope(|scope| {
-        for (index, (part, from)) in out.chunks_mut(segment).zip(input.chunks(segment)).enumerate() {
-            let failed = &failed;
-            scope.spawn(move |_| {
-                if xor_segment(keys, index * segment, from, part).is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-            });
+    let task = |index: usize| {
+        let range = index * segment..((index + 1) * segment).min(len);
+        // SAFETY: each segment is handled by one task only.
+        let part = unsafe { target.get(range.clone()) };
+        if xor_segment(keys, range.start, &input[range], part).is_err() {
+            failed.store(true, Ordering::Relaxed);
         }
-    });
+    };
+    workers.each(len.div_ceil(segment), &task).map_err(|()| cb3_result::Panic)?;
     if failed.load(Ordering::Relaxed) {
         return Err(cb3_result::Panic);
     }
@@ -714,6 +717,20 @@ impl Span {
 type PieceFn<'a> =
     dyn Fn(Range<usize>, &mut blake3::Hasher, &mut MessageKeystream<'_>, bool, usize, &mut [u8]) -> Cb3Result<()> + Sync + 'a;
 
+/// Leaves (or segments) per thread when a message is split over threads:
+/// several, so that a thread that starts late (a pool thread's wake-up can
+/// take a millisecond on a VM, `parallel::Workers`) leaves its share to the
+/// others instead of finishing last.
+const LEAVES_PER_THREAD: usize = 8;
+
+/// The shortest leaf a split message gets (shorter ones when a message is
+/// split over threads: `LEAVES_PER_THREAD` would ask for less): a leaf is
+/// cut into pieces of at most its length, and pieces below 128 KiB cost
+/// more per byte (2 % at 64 KiB, "The seal piece, by maker" in
+/// docs/design/performance.md). Not the piece length: with 1 MiB pieces
+/// (AMD) a 1 MiB message would not split at all.
+const LEAF_MIN: usize = 128 * 1024;
+
 /// Bytes of `SCRATCH` behind the most any piece uses (see `with_scratch`):
 /// up to 63 to start a piece where `Pass::line_offset` puts it, 64 behind it.
 const SCRATCH_SLACK: usize = 128;
@@ -735,8 +752,9 @@ thread_local! {
 
 /// One pass over a message: the MAC input `aad || le64(|aad|) || ct ||
 /// le64(|ct|)` as a BLAKE3 tree (with the `hazmat` subtree functions), whose
-/// leaves run on the pool's threads when `threads > 1` and are cut into
-/// pieces of `piece_len` bytes, each handed to `piece`. Returns the tag; the
+/// leaves run on `workers` (`LEAVES_PER_THREAD` per thread, the caller's
+/// included) when there are several, and are cut into pieces of `piece_len`
+/// bytes, each handed to `piece`. Returns the tag; the
 /// bytes equal one `blake3::Hasher::update` over the whole input (checked
 /// against the crate at every length and split in tests/abi.rs).
 struct Pass<'a> {
@@ -747,7 +765,7 @@ struct Pass<'a> {
     head: usize,
     ct_len: usize,
     ct_len_le: [u8; 8],
-    /// Subtrees longer than this are split in two (rayon::join).
+    /// Subtrees longer than this are split in two.
     leaf_max: usize,
     /// Bytes per piece (`seal_piece_len()` or `open_piece_len()`).
     piece_len: usize,
@@ -761,10 +779,11 @@ struct Pass<'a> {
 
 impl<'a> Pass<'a> {
     #[allow(clippy::too_many_arguments)]
-    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, threads: usize, piece_len: usize, out_addr: Option<usize>, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
+    fn run(keys: &'a Secrets, aad: &'a [u8], ct_len: usize, workers: &Workers, piece_len: usize, out_addr: Option<usize>, piece: &'a PieceFn<'a>) -> Cb3Result<[u8; 32]> {
         let head = aad.len() + 8;
         let total = head + ct_len + 8;
-        let leaf_max = if threads > 1 { (total / (threads * 4)).max(2 * piece_len) } else { usize::MAX };
+        let threads = workers.threads();
+        let leaf_max = if threads > 1 { (total / (threads * LEAVES_PER_THREAD)).max(LEAF_MIN) } else { usize::MAX };
         let pass = Pass {
             keys,
             aad,
@@ -777,17 +796,51 @@ impl<'a> Pass<'a> {
             out_addr,
             piece,
         };
-        pass.subtree(0, total, true)
+        if pass.split(total).is_none() {
+            return pass.leaf(0, total, true);
+        }
+        let mut leaves = Vec::new();
+        pass.plan(0, total, &mut leaves);
+        let cvs: Vec<Mutex<Option<Cb3Result<[u8; 32]>>>> = leaves.iter().map(|_| Mutex::new(None)).collect();
+        let task = |index: usize| {
+            let (start, len) = leaves[index];
+            let cv = pass.leaf(start, len, false);
+            *cvs[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(cv);
+        };
+        workers.each(leaves.len(), &task).map_err(|()| cb3_result::Panic)?;
+        let mut cvs: Vec<Option<Cb3Result<[u8; 32]>>> = cvs.into_iter().map(|cv| cv.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())).collect();
+        let mut next = cvs.iter_mut();
+        let tag = pass.merge(total, true, &mut || next.next().and_then(Option::take).unwrap_or(Err(cb3_result::Panic)));
+        for cv in cvs.iter_mut().flatten().flatten() {
+            cv.zeroize();
+        }
+        tag
     }
 
-    /// The chaining value of the subtree `[start, start + len)` of the MAC
-    /// input, or the tag if it is the root.
-    fn subtree(&self, start: usize, len: usize, root: bool) -> Cb3Result<[u8; 32]> {
-        if len <= self.leaf_max {
-            return self.leaf(start, len, root);
+    /// Where a subtree of `len` bytes splits (its left subtree's length),
+    /// or None if it is a leaf.
+    fn split(&self, len: usize) -> Option<usize> {
+        (len > self.leaf_max).then(|| blake3::hazmat::left_subtree_len(len as u64) as usize)
+    }
+
+    /// The leaves `(start, len)` of the subtree `[start, start + len)`, in order.
+    fn plan(&self, start: usize, len: usize, leaves: &mut Vec<(usize, usize)>) {
+        match self.split(len) {
+            None => leaves.push((start, len)),
+            Some(left) => {
+                self.plan(start, left, leaves);
+                self.plan(start + left, len - left, leaves);
+            }
         }
-        let left = blake3::hazmat::left_subtree_len(len as u64) as usize;
-        let (l, r) = rayon_core::join(|| self.subtree(start, left, false), || self.subtree(start + left, len - left, false));
+    }
+
+    /// The chaining value of a subtree of `len` bytes (the tag if `root`)
+    /// from its leaves' chaining values, which `leaf` gives in order.
+    fn merge(&self, len: usize, root: bool, leaf: &mut dyn FnMut() -> Cb3Result<[u8; 32]>) -> Cb3Result<[u8; 32]> {
+        let Some(left) = self.split(len) else {
+            return leaf();
+        };
+        let (l, r) = (self.merge(left, false, leaf), self.merge(len - left, false, leaf));
         let (mut l, mut r) = (l?, r?);
         let mode = Mode::KeyedHash(self.keys.auth_key());
         let out = if root { *merge_subtrees_root(&l, &r, mode).as_bytes() } else { merge_subtrees_non_root(&l, &r, mode) };
@@ -906,7 +959,7 @@ pub fn seal(
     }
     let keys = Secrets::derived(key, nonce);
     scrub_stack();
-    let tag = parallel::install(pool, out.len(), |threads| seal_with(&keys, aad, source, out, threads)).map(Tag);
+    let tag = seal_with(&keys, aad, source, out, &Workers::for_len(pool, out.len())).map(Tag);
     scrub_stack_deep();
     tag
 }
@@ -923,8 +976,8 @@ fn xor_private_piece(stream: &mut MessageKeystream<'_>, input: Option<&[u8]>, pr
     Ok(())
 }
 
-/// `seal` after the key derivation, over `threads` leaves' worth of subtrees.
-fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], threads: usize) -> Cb3Result<[u8; 32]> {
+/// `seal` after the key derivation, on `workers`.
+fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], workers: &Workers) -> Cb3Result<[u8; 32]> {
     let len = out.len();
     let out = Span::of(out);
     let piece = move |range: Range<usize>, mac: &mut blake3::Hasher, stream: &mut MessageKeystream<'_>, last: bool, prefix: usize, scratch: &mut [u8]| {
@@ -939,7 +992,7 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], thr
         mac.update(staged);
         Ok(())
     };
-    Pass::run(keys, aad, len, threads, seal_piece_len(), Some(out.ptr as usize), &piece)
+    Pass::run(keys, aad, len, workers, seal_piece_len(), Some(out.ptr as usize), &piece)
 }
 
 /// The XOR of `seal`'s one-thread pass without its MAC, for
@@ -994,12 +1047,12 @@ pub fn open(
     }
     let keys = Secrets::derived(key, nonce);
     scrub_stack();
-    let result = parallel::install(pool, out.len(), |threads| open_with(&keys, aad, &tag, source, out, output, threads));
+    let result = open_with(&keys, aad, &tag, source, out, output, &Workers::for_len(pool, out.len()));
     scrub_stack_deep();
     result
 }
 
-/// `open` after the key derivation, over `threads` leaves' worth of subtrees.
+/// `open` after the key derivation, on `workers`.
 fn open_with(
     keys: &Secrets,
     aad: &[u8],
@@ -1007,7 +1060,7 @@ fn open_with(
     source: Source<'_>,
     out: &mut [u8],
     output: Output,
-    threads: usize,
+    workers: &Workers,
 ) -> Cb3Result<()> {
     let len = out.len();
     let verify = |expected: [u8; 32]| {
@@ -1032,7 +1085,7 @@ fn open_with(
                 let dst = unsafe { target.get(range) };
                 xor_piece_from(stream, &staged[prefix..], dst, last, None).map(drop)
             };
-            Pass::run(keys, aad, len, threads, open_piece_len(), None, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
+            Pass::run(keys, aad, len, workers, open_piece_len(), None, &piece).and_then(verify).inspect_err(|_| crate::wipe::wipe_bytes(out))
         }
         _ => {
             // Staged: a private copy of the ciphertext, verified, then
@@ -1070,10 +1123,10 @@ fn open_with(
                 mac.update(dst);
                 Ok(())
             };
-            Pass::run(keys, aad, len, threads, open_piece_len(), None, &piece).and_then(verify)?;
+            Pass::run(keys, aad, len, workers, open_piece_len(), None, &piece).and_then(verify)?;
             // SAFETY: the pass wrote every byte of 0..len (pieces cover the message).
             unsafe { staging.set_len(len) };
-            xor_into(keys, &staging, out, threads)
+            xor_into(keys, &staging, out, workers)
         }
     }
 }
@@ -1171,11 +1224,11 @@ mod tests {
                     for threads in [1, 3] {
                         let what = format!("piece {piece}, length {len}, aad {aad_len}, {threads} threads");
                         let mut out = vec![0u8; len];
-                        assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, threads), Ok(tag), "{what}");
+                        assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, &Workers::split_only(threads)), Ok(tag), "{what}");
                         assert!(out == expected[..len], "{what}");
                         for output in [Output::Private, Output::Shared] {
                             let mut plain = vec![0xAA; len];
-                            open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, threads).unwrap();
+                            open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, &Workers::split_only(threads)).unwrap();
                             assert!(plain == pt, "{what} {output:?}");
                         }
                     }
@@ -1262,7 +1315,7 @@ mod tests {
                 let start = (backing.as_ptr() as usize).wrapping_neg() % 64 + offset;
                 let out = &mut backing[start..start + len];
                 let what = format!("output {offset} past a line, length {len}, piece {piece}");
-                assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), out, 1).map(|tag| tag.to_vec()), Ok(expected[len..].to_vec()), "{what}");
+                assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), out, &Workers::ONE).map(|tag| tag.to_vec()), Ok(expected[len..].to_vec()), "{what}");
                 assert!(out[..] == expected[..len], "{what}");
             }
         }
@@ -1291,25 +1344,25 @@ mod tests {
                 for threads in [1, 2, 3, 5, 8, 64] {
                     let what = format!("length {len}, aad {aad_len}, {threads} threads");
                     let mut out = vec![0u8; len];
-                    assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, threads), Ok(tag), "{what}");
+                    assert_eq!(seal_with(&keys, &aad, Source::Separate(&pt), &mut out, &Workers::split_only(threads)), Ok(tag), "{what}");
                     assert!(out == expected[..len], "{what}");
                     let mut buf = pt.clone();
-                    assert_eq!(seal_with(&keys, &aad, Source::InPlace, &mut buf, threads), Ok(tag), "{what}");
+                    assert_eq!(seal_with(&keys, &aad, Source::InPlace, &mut buf, &Workers::split_only(threads)), Ok(tag), "{what}");
                     assert!(buf == out, "{what}");
                     for output in [Output::Private, Output::Shared] {
                         let mut plain = vec![0xAA; len];
-                        open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, threads).unwrap();
+                        open_with(&keys, &aad, &tag, Source::Separate(&out), &mut plain, output, &Workers::split_only(threads)).unwrap();
                         assert!(plain == pt, "{what} {output:?}");
                         let mut bad = tag;
                         bad[5] ^= 1;
                         let mut plain = vec![0xAA; len];
-                        let failed = open_with(&keys, &aad, &bad, Source::Separate(&out), &mut plain, output, threads);
+                        let failed = open_with(&keys, &aad, &bad, Source::Separate(&out), &mut plain, output, &Workers::split_only(threads));
                         assert_eq!(failed, Err(cb3_result::DecryptionFailed));
                         let left = if output == Output::Private { 0 } else { 0xAA };
                         assert!(plain.iter().all(|&b| b == left), "{what} {output:?}: output after failure");
                     }
                     let mut buf = out.clone();
-                    open_with(&keys, &aad, &tag, Source::InPlace, &mut buf, Output::Shared, threads).unwrap();
+                    open_with(&keys, &aad, &tag, Source::InPlace, &mut buf, Output::Shared, &Workers::split_only(threads)).unwrap();
                     assert!(buf == pt, "{what} in place");
                 }
             }

@@ -1,10 +1,11 @@
 //! Thread pools for work on one large input, shared by the AEAD
 //! (`cb3_aead_new_with_threads`) and BLAKE3 hashers (`cb3_blake3_*`).
 //!
-//! AEAD: the ChaCha keystream is seekable, so a message splits into segments
-//! (multiples of the 64-byte block) that threads XOR independently, and
-//! BLAKE3 is a tree hash, so the MAC's `update_rayon` hashes subtrees in
-//! parallel. The bytes never depend on the thread count.
+//! AEAD: the ChaCha keystream is seekable and BLAKE3 is a tree hash, so a
+//! message splits into leaves (subtrees of the MAC input) that threads
+//! encrypt and MAC independently; the calling thread takes leaves too, and
+//! the pool's threads help (`Workers`). Hashers run BLAKE3's `update_rayon`
+//! on the pool (`install`ed). The bytes never depend on the thread count.
 //!
 //! Pools: `max_threads` is capped at the usable cores, and objects with the
 //! same capped count share one pool, which ends with its last user
@@ -19,6 +20,8 @@
 //! that cannot be built leaves the work on the calling thread.
 
 use std::collections::HashMap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use rayon_core::{ThreadPool, ThreadPoolBuilder};
@@ -113,23 +116,6 @@ pub fn shared_pool(max_threads: usize) -> Option<Arc<LazyPool>> {
     Some(pool)
 }
 
-/// Runs `work(threads)` for an input of `len` bytes: on `pool` with
-/// `threads` = its size when the input is at least `PARALLEL_MIN`, else (or
-/// if no pool can be built) on the calling thread with `threads` = 1. After
-/// work on the pool, every pool thread wipes the stack below its idle
-/// frame, where the work's frames held key material (`crate::wipe`).
-pub fn install<R: Send>(pool: Option<&LazyPool>, len: usize, work: impl FnOnce(usize) -> R + Send) -> R {
-    match pool.filter(|_| len >= PARALLEL_MIN).and_then(LazyPool::get) {
-        Some(pool) => {
-            let threads = pool.current_num_threads();
-            let result = pool.install(|| work(threads));
-            scrub_workers(&pool);
-            result
-        }
-        None => work(1),
-    }
-}
-
 /// Wipes the stacks of `pool`'s threads below their idle frames.
 pub fn scrub_workers(pool: &ThreadPool) {
     pool.broadcast(|_| crate::wipe::scrub_stack_deep());
@@ -139,4 +125,232 @@ pub fn scrub_workers(pool: &ThreadPool) {
 /// the 64-byte ChaCha block, so every segment starts on a block boundary.
 pub fn segment_len(len: usize, threads: usize) -> usize {
     len.div_ceil(threads.max(1)).div_ceil(64).max(1) * 64
+}
+
+/// The threads one AEAD call may use: the calling thread, and `threads - 1`
+/// helpers from `pool` (none when `pool` is None).
+///
+/// Why the caller works too, rather than handing the whole call to the pool
+/// (`install`) and sleeping: every hand-over wakes a thread, and on a VM a
+/// sleeping thread's virtual CPU may first have to be scheduled by the host.
+/// Measured on a 2-vCPU Intel Xeon (model 167; 2026-12-07): rayon's
+/// `install` + `join` of two 1 ms tasks took 80-1,040 us more than 1 ms, a
+/// `broadcast` 28-38 us. Here the caller starts at once, the helpers take
+/// tasks whenever they wake, and a helper that wakes after the last task is
+/// taken touches nothing.
+pub(crate) struct Workers {
+    pool: Option<Arc<ThreadPool>>,
+    threads: usize,
+}
+
+/// A helper task's view of one `Workers::each` call. The caller's `task`
+/// lives on the caller's stack: a helper may call it only between `enter`
+/// and `leave`, and the caller returns only after closing `state` with no
+/// helper inside, so `task` outlives every use.
+struct Shared {
+    /// The next task index to take.
+    next: AtomicUsize,
+    count: usize,
+    /// `CLOSED`, plus the number of helpers inside.
+    state: AtomicUsize,
+    /// A task panicked on a helper.
+    panicked: AtomicBool,
+    task: *const (dyn Fn(usize) + Sync + 'static),
+}
+
+// SAFETY: `task` is Sync and is dereferenced only under the `state` protocol
+// above; everything else is atomics.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
+impl Shared {
+    /// Runs tasks until none is left.
+    fn take_all(&self, task: &(dyn Fn(usize) + Sync)) {
+        loop {
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            if index >= self.count {
+                return;
+            }
+            task(index);
+        }
+    }
+
+    /// A helper's whole job: enter unless the call is closed, take tasks,
+    /// leave; then wipe the stack its tasks used (key material).
+    fn help(&self) {
+        let mut state = self.state.load(Ordering::Acquire);
+        loop {
+            if state & CLOSED != 0 {
+                return;
+            }
+            match self.state.compare_exchange_weak(state, state + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => state = now,
+            }
+        }
+        // SAFETY: entered, and the call is not closed: the caller waits
+        // for this helper to leave before `task` goes away.
+        let task = unsafe { &*self.task };
+        if catch_unwind(AssertUnwindSafe(|| self.take_all(task))).is_err() {
+            self.panicked.store(true, Ordering::Relaxed);
+        }
+        self.state.fetch_sub(1, Ordering::Release);
+        crate::wipe::scrub_stack_deep();
+    }
+}
+
+impl Workers {
+    /// The calling thread alone.
+    pub(crate) const ONE: Workers = Workers { pool: None, threads: 1 };
+
+    /// For an input of `len` bytes: `pool`'s threads from `PARALLEL_MIN`
+    /// bytes on (if the pool can be built), else the calling thread alone.
+    pub(crate) fn for_len(pool: Option<&LazyPool>, len: usize) -> Self {
+        match pool.filter(|_| len >= PARALLEL_MIN).and_then(LazyPool::get) {
+            Some(pool) => Workers { threads: pool.current_num_threads(), pool: Some(pool) },
+            None => Workers::ONE,
+        }
+    }
+
+    /// `threads` shares of the work, all run by the calling thread (tests:
+    /// the same split as with a pool of that many threads).
+    #[cfg(test)]
+    pub(crate) fn split_only(threads: usize) -> Self {
+        Workers { pool: None, threads }
+    }
+
+    /// How many threads the work is split for.
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs `task(i)` for every `i` in `0..count`, each once, on the calling
+    /// thread and up to `threads - 1` helpers; returns when all have run.
+    /// A panic on the calling thread resumes after the helpers have left; a
+    /// panic on a helper returns `Err`.
+    pub(crate) fn each(&self, count: usize, task: &(dyn Fn(usize) + Sync)) -> Result<(), ()> {
+        let Some(pool) = self.pool.as_ref().filter(|_| count > 1 && self.threads > 1) else {
+            (0..count).for_each(task);
+            return Ok(());
+        };
+        // SAFETY: only the lifetime is erased; `Shared` documents why the
+        // pointer is never used after this call returns.
+        let erased: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(task as *const (dyn Fn(usize) + Sync + '_)) };
+        let shared = Arc::new(Shared { next: AtomicUsize::new(0), count, state: AtomicUsize::new(0), panicked: AtomicBool::new(false), task: erased });
+        for _ in 1..self.threads.min(count) {
+            let shared = Arc::clone(&shared);
+            pool.spawn(move || shared.help());
+        }
+        let mine = catch_unwind(AssertUnwindSafe(|| shared.take_all(task)));
+        // Every task is taken: close, then wait for the helpers inside (each
+        // finishing at most one task). Helpers that arrive later leave at once.
+        let mut spins = 0u32;
+        let mut state = shared.state.fetch_or(CLOSED, Ordering::AcqRel) | CLOSED;
+        while state != CLOSED {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+            state = shared.state.load(Ordering::Acquire);
+        }
+        if let Err(payload) = mine {
+            resume_unwind(payload);
+        }
+        if shared.panicked.load(Ordering::Relaxed) {
+            return Err(());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn two_threads() -> Workers {
+        let pool = Arc::new(ThreadPoolBuilder::new().num_threads(2).thread_name(|i| format!("cb3-worker-{i}")).build().unwrap());
+        Workers { pool: Some(pool), threads: 2 }
+    }
+
+    fn on_worker() -> bool {
+        std::thread::current().name().is_some_and(|name| name.starts_with("cb3-worker-"))
+    }
+
+    /// Waits (up to 10 s) until `flag` is set: lets a helper wake on a
+    /// loaded machine.
+    fn wait_for(flag: &AtomicBool) {
+        let start = Instant::now();
+        while !flag.load(Ordering::Acquire) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn each_runs_every_task_once() {
+        for workers in [Workers::ONE, Workers::split_only(3), two_threads()] {
+            for count in [0usize, 1, 2, 3, 17, 1000] {
+                let runs: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+                let task = |index: usize| {
+                    runs[index].fetch_add(1, Ordering::Relaxed);
+                };
+                assert_eq!(workers.each(count, &task), Ok(()));
+                assert!(runs.iter().all(|runs| runs.load(Ordering::Relaxed) == 1), "{count} tasks, {} threads", workers.threads());
+            }
+        }
+    }
+
+    #[test]
+    fn helpers_take_tasks() {
+        // The caller's tasks wait for a helper to start one: both threads work.
+        let workers = two_threads();
+        let helped = AtomicBool::new(false);
+        let task = |_: usize| {
+            if on_worker() {
+                helped.store(true, Ordering::Release);
+            } else {
+                wait_for(&helped);
+            }
+        };
+        assert_eq!(workers.each(8, &task), Ok(()));
+        assert!(helped.load(Ordering::Acquire), "no helper took a task in 10 s");
+    }
+
+    #[test]
+    fn a_helper_panic_is_an_error() {
+        let workers = two_threads();
+        let helped = AtomicBool::new(false);
+        let task = |_: usize| {
+            if on_worker() {
+                helped.store(true, Ordering::Release);
+                panic!("a task panics on a helper");
+            }
+            wait_for(&helped);
+        };
+        assert_eq!(workers.each(8, &task), Err(()));
+        // The pool still works.
+        assert_eq!(workers.each(8, &|_| ()), Ok(()));
+    }
+
+    #[test]
+    fn a_caller_panic_resumes_after_the_helpers_leave() {
+        let workers = two_threads();
+        let inside = AtomicUsize::new(0);
+        let task = |_: usize| {
+            inside.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(1));
+            inside.fetch_sub(1, Ordering::SeqCst);
+            if !on_worker() {
+                panic!("a task panics on the caller");
+            }
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| workers.each(64, &task)));
+        assert!(result.is_err(), "the caller's panic resumes");
+        // No helper is still running a task (`task` borrows this frame).
+        assert_eq!(inside.load(Ordering::SeqCst), 0);
+    }
 }

@@ -10,7 +10,8 @@
 //! with tests/test_secrets.py: 1 to 8 copies of a key after its object was
 //! freed, before these scrubs). So each function that used a key zeroes the
 //! stack below its own frame when it is done, and pool threads zero theirs
-//! after work (`parallel::install`).
+//! after work (`parallel::Workers` helpers after their tasks, hashers' pools
+//! by `parallel::scrub_workers`).
 
 /// Bytes below the caller's frame that `scrub_stack` zeroes (also the AEAD's
 /// direct path on one-chunk messages): the deepest
