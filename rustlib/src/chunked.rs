@@ -18,6 +18,7 @@
 //! truncated stream from a complete one) is the caller's job: it knows where
 //! its input ends, and passes `last` for the batch that holds the final chunk.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
@@ -26,7 +27,7 @@ use crate::aead::{open, seal, Output, CB3_TAG_SIZE};
 use crate::ffi::buffers::Source;
 use crate::ffi::chunked::{cb3_chunked_header_fault, cb3_chunked_header_rule};
 use crate::ffi::errors::{cb3_result, Cb3Result};
-use crate::parallel::{self, LazyPool};
+use crate::parallel::{LazyPool, Workers};
 
 /// Bytes of the stream header: magic (7), version (1), chunk size (4, big
 /// endian), nonce prefix (15).
@@ -152,36 +153,27 @@ impl cb3_chunked {
     }
 
     /// Runs `work(chunk number within the batch)` for `count` chunks, on the
-    /// pool when the batch is large enough, and returns the first failure.
+    /// calling thread and the pool's (`parallel::Workers`) when the batch is
+    /// large enough, and returns the first failure (chunks not yet started
+    /// when one fails are skipped).
     fn for_each_chunk<F>(&self, count: usize, batch_bytes: usize, work: F) -> Cb3Result<()>
     where
         F: Fn(usize) -> Cb3Result<()> + Sync,
     {
-        let pool = (count > 1 && batch_bytes >= PARALLEL_MIN_BATCH).then(|| self.pool.as_deref().and_then(LazyPool::get)).flatten();
-        let Some(pool) = pool else {
-            return (0..count).try_for_each(work);
-        };
+        let parallel = count > 1 && batch_bytes >= PARALLEL_MIN_BATCH;
+        let workers = if parallel { Workers::of(self.pool.as_deref()) } else { Workers::ONE };
         let failure: Mutex<Option<cb3_result>> = Mutex::new(None);
-        let groups = pool.current_num_threads().clamp(1, count);
-        let per_group = count.div_ceil(groups);
-        pool.install(|| {
-            rayon_core::scope(|scope| {
-                for group in 0..groups {
-                    let (work, failure) = (&work, &failure);
-                    scope.spawn(move |_| {
-                        let start = group * per_group;
-                        for chunk in start..(start + per_group).min(count) {
-                            if let Err(code) = work(chunk) {
-                                let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
-                                slot.get_or_insert(code);
-                                return;
-                            }
-                        }
-                    });
-                }
-            })
-        });
-        parallel::scrub_workers(&pool); // the chunks' key material on the workers' stacks
+        let failed = AtomicBool::new(false);
+        let task = |chunk: usize| {
+            if failed.load(Ordering::Relaxed) {
+                return;
+            }
+            if let Err(code) = work(chunk) {
+                failed.store(true, Ordering::Relaxed);
+                failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(code);
+            }
+        };
+        workers.each(count, &task).map_err(|()| cb3_result::Panic)?;
         match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             Some(code) => Err(code),
             None => Ok(()),
@@ -288,7 +280,7 @@ mod tests {
         let header = Header { chunk_size, nonce_prefix: [7; 15] };
         let mut aad = header.encode().to_vec();
         aad.extend_from_slice(b"aad");
-        cb3_chunked { key: ChunkedKey([1; 32]), header, aad, pool: parallel::shared_pool(threads) }
+        cb3_chunked { key: ChunkedKey([1; 32]), header, aad, pool: crate::parallel::shared_pool(threads) }
     }
 
     #[test]

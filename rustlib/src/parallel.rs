@@ -205,10 +205,16 @@ impl Workers {
     /// The calling thread alone.
     pub(crate) const ONE: Workers = Workers { pool: None, threads: 1 };
 
-    /// For an input of `len` bytes: `pool`'s threads from `PARALLEL_MIN`
-    /// bytes on (if the pool can be built), else the calling thread alone.
+    /// For an AEAD message of `len` bytes: `pool`'s threads from
+    /// `PARALLEL_MIN` bytes on, else the calling thread alone.
     pub(crate) fn for_len(pool: Option<&LazyPool>, len: usize) -> Self {
-        match pool.filter(|_| len >= PARALLEL_MIN).and_then(LazyPool::get) {
+        Workers::of(pool.filter(|_| len >= PARALLEL_MIN))
+    }
+
+    /// `pool`'s threads (if it is given and can be built), else the calling
+    /// thread alone.
+    pub(crate) fn of(pool: Option<&LazyPool>) -> Self {
+        match pool.and_then(LazyPool::get) {
             Some(pool) => Workers { threads: pool.current_num_threads(), pool: Some(pool) },
             None => Workers::ONE,
         }
