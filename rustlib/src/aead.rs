@@ -801,18 +801,29 @@ impl<'a> Pass<'a> {
         }
         let mut leaves = Vec::new();
         pass.plan(0, total, &mut leaves);
-        let cvs: Vec<Mutex<Option<Cb3Result<[u8; 32]>>>> = leaves.iter().map(|_| Mutex::new(None)).collect();
+        // The leaves' chaining values, written in place by their tasks and
+        // wiped in place at the end (they are keyed with the MAC key).
+        let cvs: Vec<Mutex<[u8; 32]>> = leaves.iter().map(|_| Mutex::new([0; 32])).collect();
+        let failure: Mutex<Option<cb3_result>> = Mutex::new(None);
+        let read = |cv: &Mutex<[u8; 32]>| *cv.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let task = |index: usize| {
             let (start, len) = leaves[index];
-            let cv = pass.leaf(start, len, false);
-            *cvs[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(cv);
+            match pass.leaf(start, len, false) {
+                Ok(mut cv) => {
+                    *cvs[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = cv;
+                    cv.zeroize();
+                }
+                Err(code) => {
+                    failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert(code);
+                }
+            }
         };
-        workers.each(leaves.len(), &task).map_err(|()| cb3_result::Panic)?;
-        let mut cvs: Vec<Option<Cb3Result<[u8; 32]>>> = cvs.into_iter().map(|cv| cv.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())).collect();
-        let mut next = cvs.iter_mut();
-        let tag = pass.merge(total, true, &mut || next.next().and_then(Option::take).unwrap_or(Err(cb3_result::Panic)));
-        for cv in cvs.iter_mut().flatten().flatten() {
-            cv.zeroize();
+        let ran = workers.each(leaves.len(), &task).map_err(|()| cb3_result::Panic);
+        let failed = failure.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut next = cvs.iter();
+        let tag = ran.and_then(|()| failed.map_or(Ok(()), Err)).and_then(|()| pass.merge(total, true, &mut || Ok(read(next.next().expect("a value per leaf")))));
+        for cv in &cvs {
+            cv.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).zeroize();
         }
         tag
     }
