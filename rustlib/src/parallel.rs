@@ -127,8 +127,9 @@ pub fn segment_len(len: usize, threads: usize) -> usize {
     len.div_ceil(threads.max(1)).div_ceil(64).max(1) * 64
 }
 
-/// The threads one AEAD call may use: the calling thread, and `threads - 1`
-/// helpers from `pool` (none when `pool` is None).
+/// The threads one call may use (an AEAD message, a batch of chunks): the
+/// calling thread, and `threads - 1` helpers from `pool` (none when `pool`
+/// is None).
 ///
 /// Why the caller works too, rather than handing the whole call to the pool
 /// (`install`) and sleeping: every hand-over wakes a thread, and on a VM a
@@ -144,9 +145,10 @@ pub(crate) struct Workers {
 }
 
 /// A helper task's view of one `Workers::each` call. The caller's `task`
-/// lives on the caller's stack: a helper may call it only between `enter`
-/// and `leave`, and the caller returns only after closing `state` with no
-/// helper inside, so `task` outlives every use.
+/// lives on the caller's stack: a helper may call it only while counted in
+/// `state` (it enters by incrementing the count, unless `CLOSED` is set, and
+/// leaves by decrementing it), and the caller returns only after setting
+/// `CLOSED` and seeing the count at zero, so `task` outlives every use.
 struct Shared {
     /// The next task index to take.
     next: AtomicUsize,
