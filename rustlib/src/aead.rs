@@ -21,7 +21,8 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(test)]
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
@@ -650,20 +651,13 @@ fn xor_into(keys: &Secrets, input: &[u8], out: &mut [u8], workers: &Workers) -> 
     let len = out.len();
     let segment = parallel::segment_len(len, workers.threads() * LEAVES_PER_THREAD);
     let target = Span::of(out);
-    let failed = AtomicBool::new(false);
     let task = |index: usize| {
         let range = index * segment..((index + 1) * segment).min(len);
         // SAFETY: each segment is handled by one task only.
         let part = unsafe { target.get(range.clone()) };
-        if xor_segment(keys, range.start, &input[range], part).is_err() {
-            failed.store(true, Ordering::Relaxed);
-        }
+        xor_segment(keys, range.start, &input[range], part)
     };
-    workers.each(len.div_ceil(segment), &task).map_err(|()| cb3_result::Panic)?;
-    if failed.load(Ordering::Relaxed) {
-        return Err(cb3_result::Panic);
-    }
-    Ok(())
+    workers.each(len.div_ceil(segment), &task).map_err(|_| cb3_result::Panic)
 }
 
 /// A byte buffer that the pieces of one call write from several threads,
@@ -804,26 +798,18 @@ impl<'a> Pass<'a> {
         // The leaves' chaining values, written in place by their tasks and
         // wiped in place at the end (they are keyed with the MAC key).
         let cvs: Vec<Mutex<[u8; 32]>> = leaves.iter().map(|_| Mutex::new([0; 32])).collect();
-        let failure: Mutex<Option<cb3_result>> = Mutex::new(None);
-        let read = |cv: &Mutex<[u8; 32]>| *cv.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let slot = |index: usize| cvs[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let task = |index: usize| {
             let (start, len) = leaves[index];
-            match pass.leaf(start, len, false) {
-                Ok(mut cv) => {
-                    *cvs[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = cv;
-                    cv.zeroize();
-                }
-                Err(code) => {
-                    failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert(code);
-                }
-            }
+            let mut cv = pass.leaf(start, len, false)?;
+            *slot(index) = cv;
+            cv.zeroize();
+            Ok(())
         };
-        let ran = workers.each(leaves.len(), &task).map_err(|()| cb3_result::Panic);
-        let failed = failure.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut next = cvs.iter();
-        let tag = ran.and_then(|()| failed.map_or(Ok(()), Err)).and_then(|()| pass.merge(total, true, &mut || Ok(read(next.next().expect("a value per leaf")))));
-        for cv in &cvs {
-            cv.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).zeroize();
+        let mut next = 0..leaves.len();
+        let tag = workers.each(leaves.len(), &task).and_then(|()| pass.merge(total, true, &mut || Ok(*slot(next.next().expect("a value per leaf")))));
+        for index in 0..cvs.len() {
+            slot(index).zeroize();
         }
         tag
     }

@@ -18,8 +18,7 @@
 //! truncated stream from a complete one) is the caller's job: it knows where
 //! its input ends, and passes `last` for the batch that holds the final chunk.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
@@ -162,22 +161,7 @@ impl cb3_chunked {
     {
         let parallel = count > 1 && batch_bytes >= PARALLEL_MIN_BATCH;
         let workers = if parallel { Workers::of(self.pool.as_deref()) } else { Workers::ONE };
-        let failure: Mutex<Option<cb3_result>> = Mutex::new(None);
-        let failed = AtomicBool::new(false);
-        let task = |chunk: usize| {
-            if failed.load(Ordering::Relaxed) {
-                return;
-            }
-            if let Err(code) = work(chunk) {
-                failed.store(true, Ordering::Relaxed);
-                failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(code);
-            }
-        };
-        workers.each(count, &task).map_err(|()| cb3_result::Panic)?;
-        match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(code) => Err(code),
-            None => Ok(()),
-        }
+        workers.each(count, &work)
     }
 
     /// Seals `plaintext` as chunks `first..` into `out` (plaintext length plus

@@ -26,6 +26,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
+use crate::ffi::errors::{cb3_result, Cb3Result};
+
 /// AEAD messages shorter than this stay on the calling thread: below it,
 /// waking the pool costs more than the split saves.
 pub(crate) const PARALLEL_MIN: usize = 1 << 20;
@@ -155,27 +157,34 @@ struct Shared {
     count: usize,
     /// `CLOSED`, plus the number of helpers inside.
     state: AtomicUsize,
+    /// A task failed or panicked: no thread takes another.
+    failed: AtomicBool,
+    /// The first task failure.
+    failure: Mutex<Option<cb3_result>>,
     /// A task panicked on a helper.
     panicked: AtomicBool,
-    task: *const (dyn Fn(usize) + Sync + 'static),
+    task: *const (dyn Fn(usize) -> Cb3Result<()> + Sync + 'static),
 }
 
 // SAFETY: `task` is Sync and is dereferenced only under the `state` protocol
-// above; everything else is atomics.
+// above; everything else is atomics and a mutex.
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 const CLOSED: usize = 1 << (usize::BITS - 1);
 
 impl Shared {
-    /// Runs tasks until none is left.
-    fn take_all(&self, task: &(dyn Fn(usize) + Sync)) {
-        loop {
+    /// Runs tasks until none is left or one has failed; keeps the first failure.
+    fn take_all(&self, task: &(dyn Fn(usize) -> Cb3Result<()> + Sync)) {
+        while !self.failed.load(Ordering::Relaxed) {
             let index = self.next.fetch_add(1, Ordering::Relaxed);
             if index >= self.count {
                 return;
             }
-            task(index);
+            if let Err(code) = task(index) {
+                self.failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert(code);
+                self.failed.store(true, Ordering::Relaxed);
+            }
         }
     }
 
@@ -197,6 +206,7 @@ impl Shared {
         let task = unsafe { &*self.task };
         if catch_unwind(AssertUnwindSafe(|| self.take_all(task))).is_err() {
             self.panicked.store(true, Ordering::Relaxed);
+            self.failed.store(true, Ordering::Relaxed);
         }
         self.state.fetch_sub(1, Ordering::Release);
         crate::wipe::scrub_stack_deep();
@@ -235,25 +245,35 @@ impl Workers {
     }
 
     /// Runs `task(i)` for every `i` in `0..count`, each once, on the calling
-    /// thread and up to `threads - 1` helpers; returns when all have run.
-    /// A panic on the calling thread resumes after the helpers have left; a
-    /// panic on a helper returns `Err`.
-    pub(crate) fn each(&self, count: usize, task: &(dyn Fn(usize) + Sync)) -> Result<(), ()> {
+    /// thread and up to `threads - 1` helpers; returns when all have run, or
+    /// after a task fails (tasks not yet started are skipped) with the first
+    /// failure. A panic on the calling thread resumes after the helpers have
+    /// left; a panic on a helper returns `Panic`.
+    pub(crate) fn each(&self, count: usize, task: &(dyn Fn(usize) -> Cb3Result<()> + Sync)) -> Cb3Result<()> {
         let Some(pool) = self.pool.as_ref().filter(|_| count > 1 && self.threads > 1) else {
-            (0..count).for_each(task);
-            return Ok(());
+            return (0..count).try_for_each(task);
         };
         // SAFETY: only the lifetime is erased; `Shared` documents why the
         // pointer is never used after this call returns.
-        let erased: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(task as *const (dyn Fn(usize) + Sync + '_)) };
-        let shared = Arc::new(Shared { next: AtomicUsize::new(0), count, state: AtomicUsize::new(0), panicked: AtomicBool::new(false), task: erased });
+        let erased: *const (dyn Fn(usize) -> Cb3Result<()> + Sync + 'static) =
+            unsafe { std::mem::transmute(task as *const (dyn Fn(usize) -> Cb3Result<()> + Sync + '_)) };
+        let shared = Arc::new(Shared {
+            next: AtomicUsize::new(0),
+            count,
+            state: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            panicked: AtomicBool::new(false),
+            task: erased,
+        });
         for _ in 1..self.threads.min(count) {
             let shared = Arc::clone(&shared);
             pool.spawn(move || shared.help());
         }
         let mine = catch_unwind(AssertUnwindSafe(|| shared.take_all(task)));
-        // Every task is taken: close, then wait for the helpers inside (each
-        // finishing at most one task). Helpers that arrive later leave at once.
+        // Every task is taken (or one failed): close, then wait for the
+        // helpers inside (each finishing at most one task). Helpers that
+        // arrive later leave at once.
         let mut spins = 0u32;
         let mut state = shared.state.fetch_or(CLOSED, Ordering::AcqRel) | CLOSED;
         while state != CLOSED {
@@ -269,9 +289,10 @@ impl Workers {
             resume_unwind(payload);
         }
         if shared.panicked.load(Ordering::Relaxed) {
-            return Err(());
+            return Err(cb3_result::Panic);
         }
-        Ok(())
+        let failure = *shared.failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        failure.map_or(Ok(()), Err)
     }
 }
 
@@ -305,6 +326,7 @@ mod tests {
                 let runs: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
                 let task = |index: usize| {
                     runs[index].fetch_add(1, Ordering::Relaxed);
+                    Ok(())
                 };
                 assert_eq!(workers.each(count, &task), Ok(()));
                 assert!(runs.iter().all(|runs| runs.load(Ordering::Relaxed) == 1), "{count} tasks, {} threads", workers.threads());
@@ -323,6 +345,7 @@ mod tests {
             } else {
                 wait_for(&helped);
             }
+            Ok(())
         };
         assert_eq!(workers.each(8, &task), Ok(()));
         assert!(helped.load(Ordering::Acquire), "no helper took a task in 10 s");
@@ -338,10 +361,29 @@ mod tests {
                 panic!("a task panics on a helper");
             }
             wait_for(&helped);
+            Ok(())
         };
-        assert_eq!(workers.each(8, &task), Err(()));
+        assert_eq!(workers.each(8, &task), Err(cb3_result::Panic));
         // The pool still works.
-        assert_eq!(workers.each(8, &|_| ()), Ok(()));
+        assert_eq!(workers.each(8, &|_| Ok(())), Ok(()));
+    }
+
+    #[test]
+    fn a_failure_is_returned_and_stops_the_rest() {
+        for workers in [Workers::ONE, two_threads()] {
+            let runs = AtomicUsize::new(0);
+            let task = |index: usize| {
+                runs.fetch_add(1, Ordering::Relaxed);
+                if index == 0 {
+                    return Err(cb3_result::OutOfMemory);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            };
+            assert_eq!(workers.each(1000, &task), Err(cb3_result::OutOfMemory));
+            // Task 0 fails at once; each thread finishes at most the task it had.
+            assert!(runs.load(Ordering::Relaxed) <= 1 + workers.threads(), "{} tasks ran", runs.load(Ordering::Relaxed));
+        }
     }
 
     #[test]
@@ -355,6 +397,7 @@ mod tests {
             if !on_worker() {
                 panic!("a task panics on the caller");
             }
+            Ok(())
         };
         let result = catch_unwind(AssertUnwindSafe(|| workers.each(64, &task)));
         assert!(result.is_err(), "the caller's panic resumes");
