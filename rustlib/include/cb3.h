@@ -1276,6 +1276,32 @@ const char *cb3_simd_backend(void);
 const char *cb3_cache_tuning(void);
 
 /**
+ * Who made this CPU, as the engine's tuning sees it: "Intel", "AMD" (from
+ * cpuid's vendor string on x86-64) or "other". For diagnostics and
+ * benchmark records. Static and NUL-terminated: never NULL; do not free or
+ * modify it.
+ */
+const char *cb3_cpu_maker(void);
+
+/**
+ * This CPU's model name: cpuid's brand string on x86-64, "implementer 0xII
+ * part 0xPPP" (the `MIDR_EL1` register from sysfs) on aarch64, "unknown"
+ * where neither can be read. For diagnostics and benchmark records. Static
+ * and NUL-terminated: never NULL; do not free or modify it.
+ */
+const char *cb3_cpu_model(void);
+
+/**
+ * The number of threads an object created with this `max_threads` works
+ * on: `CB3_BLAKE3_AUTO` (0) is every usable core, any other value is capped
+ * at the usable cores. The usable cores are the ones this process may run
+ * on: its CPU affinity and its cgroup CPU quota, read once per process.
+ * Callers that size buffers or batches per thread ask this function rather
+ * than count cores themselves.
+ */
+size_t cb3_threads_count(size_t max_threads);
+
+/**
  * Unwinds a deliberate panic from inside the panic boundary that every
  * export runs in, and returns what the boundary made of it:
  * `CB3_RESULT_PANIC`. Prints nothing (the unwind starts without the panic

@@ -58,8 +58,19 @@ pub enum Maker {
     Other,
 }
 
+impl Maker {
+    /// "Intel", "AMD" or "other".
+    pub fn name(self) -> &'static CStr {
+        match self {
+            Maker::Intel => c"Intel",
+            Maker::Amd => c"AMD",
+            Maker::Other => c"other",
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
-fn maker() -> Maker {
+pub fn maker() -> Maker {
     let id = std::arch::x86_64::__cpuid(0);
     let mut vendor = [0u8; 12];
     for (bytes, word) in vendor.chunks_exact_mut(4).zip([id.ebx, id.edx, id.ecx]) {
@@ -73,7 +84,7 @@ fn maker() -> Maker {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn maker() -> Maker {
+pub fn maker() -> Maker {
     Maker::Other
 }
 
@@ -140,6 +151,38 @@ fn from_sysfs() -> Option<Caches> {
     }
     let caches = caches_from(entries.iter().map(|(l, k, s)| (*l, k.as_str(), *s)), "sysfs");
     (caches.l1d.is_some() || caches.l2.is_some()).then_some(caches)
+}
+
+/// The CPU's model name: cpuid's brand string on x86-64 (leaves
+/// 0x80000002-4, spaces trimmed); elsewhere the `MIDR_EL1` register as
+/// "implementer 0xII part 0xPPP" from sysfs; "unknown" where neither exists.
+pub fn model() -> &'static CStr {
+    static MODEL: OnceLock<CString> = OnceLock::new();
+    MODEL.get_or_init(|| CString::new(model_text().unwrap_or_else(|| "unknown".into())).unwrap_or_default())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn model_text() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    if __cpuid(0x8000_0000).eax < 0x8000_0004 {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(48);
+    for leaf in 0x8000_0002..=0x8000_0004u32 {
+        let r = __cpuid(leaf);
+        for word in [r.eax, r.ebx, r.ecx, r.edx] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    let text: String = String::from_utf8_lossy(&bytes).trim_matches(|c: char| c == '\0' || c.is_whitespace()).into();
+    (!text.is_empty()).then_some(text)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn model_text() -> Option<String> {
+    let midr = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1").ok()?;
+    let midr = u64::from_str_radix(midr.trim().trim_start_matches("0x"), 16).ok()?;
+    Some(format!("implementer {:#04x} part {:#05x}", (midr >> 24) & 0xff, (midr >> 4) & 0xfff))
 }
 
 /// The caches from cpuid's deterministic cache parameters (leaf 4 on Intel,

@@ -40,6 +40,15 @@ pub fn usable_cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// The threads a pool for `max_threads` has: 0 means every usable core,
+/// any other value is capped at them.
+pub fn thread_count(max_threads: usize) -> usize {
+    match max_threads {
+        0 => usable_cores(),
+        n => n.min(usable_cores()),
+    }
+}
+
 /// A rayon pool built on first use and rebuilt in a forked child.
 pub struct LazyPool {
     /// Number of threads; 0 for rayon's default (one per logical core, or

@@ -44,6 +44,35 @@ pub extern "C" fn cb3_cache_tuning() -> *const c_char {
     ffi_boundary_or(c"unknown".as_ptr(), || crate::cache::describe().as_ptr())
 }
 
+/// Who made this CPU, as the engine's tuning sees it: "Intel", "AMD" (from
+/// cpuid's vendor string on x86-64) or "other". For diagnostics and
+/// benchmark records. Static and NUL-terminated: never NULL; do not free or
+/// modify it.
+#[no_mangle]
+pub extern "C" fn cb3_cpu_maker() -> *const c_char {
+    ffi_boundary_or(c"other".as_ptr(), || crate::cache::maker().name().as_ptr())
+}
+
+/// This CPU's model name: cpuid's brand string on x86-64, "implementer 0xII
+/// part 0xPPP" (the `MIDR_EL1` register from sysfs) on aarch64, "unknown"
+/// where neither can be read. For diagnostics and benchmark records. Static
+/// and NUL-terminated: never NULL; do not free or modify it.
+#[no_mangle]
+pub extern "C" fn cb3_cpu_model() -> *const c_char {
+    ffi_boundary_or(c"unknown".as_ptr(), || crate::cache::model().as_ptr())
+}
+
+/// The number of threads an object created with this `max_threads` works
+/// on: `CB3_BLAKE3_AUTO` (0) is every usable core, any other value is capped
+/// at the usable cores. The usable cores are the ones this process may run
+/// on: its CPU affinity and its cgroup CPU quota, read once per process.
+/// Callers that size buffers or batches per thread ask this function rather
+/// than count cores themselves.
+#[no_mangle]
+pub extern "C" fn cb3_threads_count(max_threads: usize) -> usize {
+    ffi_boundary_or(1, || crate::parallel::thread_count(max_threads))
+}
+
 /// Unwinds a deliberate panic from inside the panic boundary that every
 /// export runs in, and returns what the boundary made of it:
 /// `CB3_RESULT_PANIC`. Prints nothing (the unwind starts without the panic
@@ -64,5 +93,23 @@ mod tests {
     fn the_boundary_catches_the_deliberate_panic() {
         assert_eq!(cb3_panic_boundary_check(), cb3_result::Panic);
         assert_eq!(cb3_panic_boundary_check(), cb3_result::Panic); // the panic count went back to 0
+    }
+
+    #[test]
+    fn thread_counts_are_capped_at_the_usable_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(cb3_threads_count(0), cores);
+        assert_eq!(cb3_threads_count(1), 1);
+        assert_eq!(cb3_threads_count(usize::MAX), cores);
+        assert_eq!(cb3_threads_count(cores + 1), cores);
+    }
+
+    #[test]
+    fn cpu_facts_are_text() {
+        // SAFETY: both return static NUL-terminated strings.
+        let maker = unsafe { CStr::from_ptr(cb3_cpu_maker()) }.to_str().unwrap();
+        assert!(["Intel", "AMD", "other"].contains(&maker));
+        let model = unsafe { CStr::from_ptr(cb3_cpu_model()) }.to_str().unwrap();
+        assert!(!model.is_empty() && model.trim() == model);
     }
 }
