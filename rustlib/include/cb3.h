@@ -309,48 +309,6 @@ typedef enum cb3_chunked_header_rule {
 } cb3_chunked_header_rule;
 
 /**
- * Which crate call `cb3_bench_reference` times.
- */
-typedef enum cb3_bench_mode {
-  /**
-   * `ChaCha20Blake3::encrypt`: allocates and returns `ciphertext || tag`,
-   * like cb3's `encrypt`.
-   */
-  CB3_BENCH_MODE_ENCRYPT = 0,
-  /**
-   * `ChaCha20Blake3::encrypt_in_place_detached` on a preallocated buffer,
-   * like cb3's `encrypt_in_place`.
-   */
-  CB3_BENCH_MODE_ENCRYPT_IN_PLACE = 1,
-  /**
-   * `ChaCha20Blake3::decrypt`: verifies and returns a new plaintext.
-   */
-  CB3_BENCH_MODE_DECRYPT = 2,
-  /**
-   * cb3's own engine (`aead::seal`, the Rust core under
-   * `cb3_aead_encrypt`) into a preallocated buffer: cb3's time without
-   * the Python call, beside the crate's.
-   */
-  CB3_BENCH_MODE_SEAL = 3,
-  /**
-   * The two primitives `Seal` fuses, back to back and without Python:
-   * cb3's ChaCha20 (the engine of `ChaCha20.update_into`, 8-byte nonce)
-   * into a preallocated buffer, then keyed BLAKE3 of that buffer.
-   */
-  CB3_BENCH_MODE_PARTS = 4,
-  /**
-   * `Seal`'s XOR alone: its pieces, without the MAC and without the
-   * private copy.
-   */
-  CB3_BENCH_MODE_SEAL_XOR = 5,
-  /**
-   * `SealXor` with the private copy `Seal` makes of each piece (the
-   * second store stream): against `SealXor`, what that copy costs.
-   */
-  CB3_BENCH_MODE_SEAL_XOR_COPYING = 6,
-} cb3_bench_mode;
-
-/**
  * Who can see a decryption's output buffer while the call runs: the
  * `output_mode` argument of `cb3_aead_decrypt`, `cb3_aead_decrypt_detached` and
  * `cb3_stream_decrypt`. Any other value is refused with
@@ -793,20 +751,6 @@ enum cb3_result cb3_aead_decrypt_in_place(const struct cb3_aead *aead,
                                           size_t tag_len,
                                           const uint8_t *aad,
                                           size_t aad_len);
-
-/**
- * Runs `iterations` calls of the crate operation `mode` (a
- * `cb3_bench_mode` value) on a `message_len`-byte message (no associated
- * data) and stores the elapsed wall time in nanoseconds in
- * `*elapsed_ns_out`. Allocates its buffers before timing.
- * `elapsed_ns_out` must not be NULL. `CB3_RESULT_INVALID_ARGUMENT` if
- * `mode` is not a `cb3_bench_mode`, `message_len` is above 2^30 (1 GiB)
- * or `iterations` is 0.
- */
-enum cb3_result cb3_bench_reference(unsigned int mode,
-                                    size_t message_len,
-                                    uint64_t iterations,
-                                    uint64_t *elapsed_ns_out);
 
 /**
  * Creates a ChaCha keystream from a 32-byte key, a nonce of 8, 12 or 24

@@ -1,120 +1,36 @@
-//! The chunk-level engine of cb3's encrypted file format (C ABI: `ffi::chunked`)
-//! (docs/stream-format.md), STREAM (Hoang, Reyhanitabar, Rogaway, Vizár,
-//! CRYPTO 2015) over ChaCha20-BLAKE3, laid out as age v1 and Tink do.
-//!
-//! ```text
-//! header   = "CB3STRM" || 0x01 (version) || be32(chunk_size) || nonce_prefix (15 B)   (27 bytes)
-//! chunk i  = ChaCha20-BLAKE3(key, nonce_i, plaintext_i, aad = header || associated_data)
-//! nonce_i  = nonce_prefix || be64(i) || last (0x01 for the final chunk, else 0x00)
-//! ```
-//!
-//! Every chunk but the final one holds exactly `chunk_size` plaintext bytes;
-//! the final one 1..=chunk_size, or 0 only when it is chunk 0 (an empty
-//! stream). A batch of consecutive chunks is sealed or opened in one call,
-//! its chunks spread over a thread pool when `max_threads` allows: chunks are
-//! independent, so the bytes never depend on the thread count.
-//!
-//! Framing (reading the header, finding the end of the stream, telling a
-//! truncated stream from a complete one) is the caller's job: it knows where
-//! its input ends, and passes `last` for the batch that holds the final chunk.
+//! The C ABI of the chunked file format: the `cb3_chunked_*` functions.
 
-use std::sync::Arc;
-
-use zeroize::{Zeroize, ZeroizeOnDrop};
-
-use crate::aead::{open, seal, Output, CB3_TAG_SIZE};
-use crate::ffi::buffers::Source;
-use crate::ffi::chunked::{cb3_chunked_header_fault, cb3_chunked_header_rule};
-use crate::ffi::errors::{cb3_result, Cb3Result};
-use crate::parallel::{LazyPool, Workers};
+use cb3_core::chunked::{check_chunk_size, Chunked, Header, HeaderFault, HeaderRule};
+use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::object::{self, Object};
 
 /// Bytes of the stream header: magic (7), version (1), chunk size (4, big
 /// endian), nonce prefix (15).
 pub const CB3_CHUNKED_HEADER_SIZE: usize = 27;
+const _: () = assert!(CB3_CHUNKED_HEADER_SIZE == cb3_core::chunked::HEADER_SIZE);
+
 /// Bytes of the random nonce prefix in the header (the rest of each 24-byte
 /// nonce is the 8-byte big-endian chunk index and the 1-byte last flag).
 pub const CB3_CHUNKED_PREFIX_SIZE: usize = 15;
+const _: () = assert!(CB3_CHUNKED_PREFIX_SIZE == cb3_core::chunked::PREFIX_SIZE);
+
 /// The format version this library writes and reads (header byte 7).
 pub const CB3_CHUNKED_VERSION: u8 = 1;
+const _: () = assert!(CB3_CHUNKED_VERSION == cb3_core::chunked::VERSION);
+
 /// The chunk size (plaintext bytes per chunk) cb3 writes by default: 64 KiB.
 pub const CB3_CHUNKED_DEFAULT_CHUNK_SIZE: u32 = 65536;
+const _: () = assert!(CB3_CHUNKED_DEFAULT_CHUNK_SIZE == cb3_core::chunked::DEFAULT_CHUNK_SIZE);
+
 /// The smallest chunk size a header may give.
 pub const CB3_CHUNKED_MIN_CHUNK_SIZE: u32 = 64;
+const _: () = assert!(CB3_CHUNKED_MIN_CHUNK_SIZE == cb3_core::chunked::MIN_CHUNK_SIZE);
+
 /// The largest chunk size a header may give (16 MiB): a reader never needs
 /// more than this plus `CB3_TAG_SIZE` bytes of buffer per chunk.
 pub const CB3_CHUNKED_MAX_CHUNK_SIZE: u32 = 1 << 24;
-
-pub(crate) const MAGIC: &[u8; 7] = b"CB3STRM";
-
-/// Below this many bytes in a batch the chunks stay on the calling thread:
-/// waking the pool costs more than it saves.
-pub(crate) const PARALLEL_MIN_BATCH: usize = 128 * 1024;
-
-/// The header of a stream, parsed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Header {
-    pub chunk_size: u32,
-    pub nonce_prefix: [u8; CB3_CHUNKED_PREFIX_SIZE],
-}
-
-impl Header {
-    pub fn encode(&self) -> [u8; CB3_CHUNKED_HEADER_SIZE] {
-        let mut out = [0u8; CB3_CHUNKED_HEADER_SIZE];
-        out[..7].copy_from_slice(MAGIC);
-        out[7] = CB3_CHUNKED_VERSION;
-        out[8..12].copy_from_slice(&self.chunk_size.to_be_bytes());
-        out[12..].copy_from_slice(&self.nonce_prefix);
-        out
-    }
-
-    /// The header in `bytes`, or `InvalidHeader` if it is not a version-1
-    /// header with a chunk size in range.
-    pub fn decode(bytes: &[u8]) -> Cb3Result<Self> {
-        Self::parse(bytes).map_err(|_| cb3_result::InvalidHeader)
-    }
-
-    /// The header in `bytes`, or the first rule it breaks (checked in the
-    /// order length, magic, version, chunk size) with the value that breaks it.
-    pub fn parse(bytes: &[u8]) -> Result<Self, cb3_chunked_header_fault> {
-        let fault = |rule, value| Err(cb3_chunked_header_fault { rule, value });
-        if bytes.len() != CB3_CHUNKED_HEADER_SIZE {
-            return fault(cb3_chunked_header_rule::Length, bytes.len() as u64);
-        }
-        if &bytes[..7] != MAGIC {
-            return fault(cb3_chunked_header_rule::Magic, 0);
-        }
-        if bytes[7] != CB3_CHUNKED_VERSION {
-            return fault(cb3_chunked_header_rule::Version, bytes[7].into());
-        }
-        let chunk_size = u32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if check_chunk_size(chunk_size).is_err() {
-            return fault(cb3_chunked_header_rule::ChunkSize, chunk_size.into());
-        }
-        let mut nonce_prefix = [0u8; CB3_CHUNKED_PREFIX_SIZE];
-        nonce_prefix.copy_from_slice(&bytes[12..]);
-        Ok(Header { chunk_size, nonce_prefix })
-    }
-}
-
-pub(crate) fn check_chunk_size(chunk_size: u32) -> Cb3Result<()> {
-    if (CB3_CHUNKED_MIN_CHUNK_SIZE..=CB3_CHUNKED_MAX_CHUNK_SIZE).contains(&chunk_size) {
-        Ok(())
-    } else {
-        Err(cb3_result::InvalidArgument)
-    }
-}
-
-/// The nonce of chunk `index`.
-pub fn chunk_nonce(prefix: &[u8; CB3_CHUNKED_PREFIX_SIZE], index: u64, last: bool) -> [u8; 24] {
-    let mut nonce = [0u8; 24];
-    nonce[..15].copy_from_slice(prefix);
-    nonce[15..23].copy_from_slice(&index.to_be_bytes());
-    nonce[23] = last as u8;
-    nonce
-}
-
-#[derive(Zeroize, ZeroizeOnDrop)]
-pub(crate) struct ChunkedKey(pub(crate) [u8; 32]);
+const _: () = assert!(CB3_CHUNKED_MAX_CHUNK_SIZE == cb3_core::chunked::MAX_CHUNK_SIZE);
 
 /// One stream's key, header and associated data, for sealing or opening its
 /// chunks.
@@ -125,226 +41,359 @@ pub(crate) struct ChunkedKey(pub(crate) [u8; 32]);
 /// meanwhile. Only the process that made it may seal with it (in a `fork()`
 /// child `cb3_chunked_seal` returns `CB3_RESULT_FORKED`); any may open.
 pub struct cb3_chunked {
-    pub(crate) key: ChunkedKey,
-    pub(crate) header: Header,
-    /// The associated data of every chunk: the encoded header, then the
-    /// caller's associated data.
-    pub(crate) aad: Vec<u8>,
-    /// The shared pool for `max_threads` (None: the calling thread only).
-    pub(crate) pool: Option<Arc<LazyPool>>,
-}
-
-/// How a batch of `len` bytes splits into chunks of `piece` bytes: the number
-/// of chunks (an empty final batch is one empty chunk).
-pub(crate) fn chunk_count(len: usize, piece: usize) -> usize {
-    len.div_ceil(piece).max(1)
+    chunked: Chunked,
 }
 
 impl cb3_chunked {
-    fn chunk_size(&self) -> usize {
-        self.header.chunk_size as usize
+    fn seal_batch(&self, first: u64, last: bool, input: &[u8], out: &mut [u8]) -> Cb3Result<usize> {
+        Ok(self.chunked.seal_batch(first, last, input, out)?)
     }
 
-    /// Checks the shape of a batch of `count` chunks from `first` and returns
-    /// the index of its last chunk.
-    fn last_index(&self, first: u64, count: usize) -> Cb3Result<u64> {
-        first.checked_add(count as u64 - 1).ok_or(cb3_result::InvalidArgument)
-    }
-
-    /// Runs `work(chunk number within the batch)` for `count` chunks, on the
-    /// calling thread and the pool's (`parallel::Workers`) when the batch is
-    /// large enough, and returns the first failure (chunks not yet started
-    /// when one fails are skipped).
-    fn for_each_chunk<F>(&self, count: usize, batch_bytes: usize, work: F) -> Cb3Result<()>
-    where
-        F: Fn(usize) -> Cb3Result<()> + Sync,
-    {
-        let parallel = count > 1 && batch_bytes >= PARALLEL_MIN_BATCH;
-        let workers = if parallel { Workers::of(self.pool.as_deref()) } else { Workers::ONE };
-        workers.each(count, &work)
-    }
-
-    /// Seals `plaintext` as chunks `first..` into `out` (plaintext length plus
-    /// one tag per chunk); returns the bytes written.
-    pub fn seal_batch(&self, first: u64, last: bool, plaintext: &[u8], out: &mut [u8]) -> Cb3Result<usize> {
-        let size = self.chunk_size();
-        if !last && (plaintext.is_empty() || plaintext.len() % size != 0) {
-            return Err(cb3_result::InvalidArgument);
-        }
-        if plaintext.is_empty() && first != 0 {
-            // Only an empty stream has an empty (final) chunk.
-            return Err(cb3_result::InvalidArgument);
-        }
-        let count = chunk_count(plaintext.len(), size);
-        let last_index = self.last_index(first, count)?;
-        let total = plaintext.len().checked_add(count * CB3_TAG_SIZE).ok_or(cb3_result::InvalidArgument)?;
-        if out.len() < total {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let out_base = SendPtr(out.as_mut_ptr());
-        self.for_each_chunk(count, plaintext.len(), |chunk| {
-            let start = chunk * size;
-            let input = &plaintext[start..(start + size).min(plaintext.len())];
-            let index = first + chunk as u64;
-            let nonce = chunk_nonce(&self.header.nonce_prefix, index, last && index == last_index);
-            // SAFETY: chunk `chunk` owns out[start + chunk * TAG .. + input.len() + TAG],
-            // disjoint from every other chunk's range and inside `out` (checked above).
-            let sealed = unsafe {
-                std::slice::from_raw_parts_mut(out_base.get().add(start + chunk * CB3_TAG_SIZE), input.len() + CB3_TAG_SIZE)
-            };
-            let (body, tag_out) = sealed.split_at_mut(input.len());
-            let tag = seal(&self.key.0, &nonce, &self.aad, Source::Separate(input), body, None)?;
-            tag_out.copy_from_slice(&tag[..]);
-            Ok(())
-        })?;
-        Ok(total)
-    }
-
-    /// Verifies and decrypts the chunks `first..` in `ciphertext` into `out`;
-    /// returns the plaintext bytes written. On failure no plaintext is left in
-    /// `out` (chunks that verified are zeroed again).
-    pub fn open_batch(&self, first: u64, last: bool, ciphertext: &[u8], out: &mut [u8]) -> Cb3Result<usize> {
-        let piece = self.chunk_size() + CB3_TAG_SIZE;
-        if !last && (ciphertext.is_empty() || ciphertext.len() % piece != 0) {
-            return Err(cb3_result::InvalidArgument);
-        }
-        let count = chunk_count(ciphertext.len(), piece);
-        let last_index = self.last_index(first, count)?;
-        let final_len = ciphertext.len() - (count - 1) * piece;
-        // A final chunk shorter than a tag, or an empty final chunk anywhere
-        // but at index 0, is never written by a sealer: reject it as forged.
-        if final_len < CB3_TAG_SIZE || (last && final_len == CB3_TAG_SIZE && last_index != 0) {
-            return Err(cb3_result::DecryptionFailed);
-        }
-        let total = ciphertext.len() - count * CB3_TAG_SIZE;
-        if out.len() < total {
-            return Err(cb3_result::InsufficientSize);
-        }
-        let size = self.chunk_size();
-        let out_base = SendPtr(out.as_mut_ptr());
-        let result = self.for_each_chunk(count, ciphertext.len(), |chunk| {
-            let start = chunk * piece;
-            let sealed = &ciphertext[start..(start + piece).min(ciphertext.len())];
-            let (body, tag) = sealed.split_at(sealed.len() - CB3_TAG_SIZE);
-            let index = first + chunk as u64;
-            let nonce = chunk_nonce(&self.header.nonce_prefix, index, last && index == last_index);
-            // SAFETY: chunk `chunk` owns out[chunk * size .. + body.len()], disjoint
-            // from every other chunk's range and inside `out` (checked above).
-            let plain = unsafe { std::slice::from_raw_parts_mut(out_base.get().add(chunk * size), body.len()) };
-            open(&self.key.0, &nonce, &self.aad, tag.try_into().expect("32 bytes"), Source::Separate(body), plain, Output::Shared, None)
-        });
-        if let Err(code) = result {
-            out[..total].zeroize();
-            return Err(code);
-        }
-        Ok(total)
+    fn open_batch(&self, first: u64, last: bool, input: &[u8], out: &mut [u8]) -> Cb3Result<usize> {
+        Ok(self.chunked.open_batch(first, last, input, out)?)
     }
 }
 
-/// A raw output pointer handed to the pool's threads, each of which writes
-/// only its own chunk's disjoint range.
-#[derive(Clone, Copy)]
-pub(crate) struct SendPtr(*mut u8);
-// SAFETY: see the uses: every thread writes a disjoint range of one buffer
-// that outlives the scope.
-unsafe impl Send for SendPtr {}
-// SAFETY: as for Send: shared only to hand out disjoint ranges.
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut u8 {
-        self.0
-    }
+impl Object for cb3_chunked {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:chnk");
+    const NAME: &'static str = "cb3_chunked";
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A rule of the stream header, in the order they are checked.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cb3_chunked_header_rule {
+    /// The header is `CB3_CHUNKED_HEADER_SIZE` (27) bytes.
+    Length = 1,
+    /// It starts with the magic "CB3STRM".
+    Magic = 2,
+    /// Byte 7 is `CB3_CHUNKED_VERSION`.
+    Version = 3,
+    /// The chunk size is within `CB3_CHUNKED_MIN_CHUNK_SIZE` ..
+    /// `CB3_CHUNKED_MAX_CHUNK_SIZE`.
+    ChunkSize = 4,
+}
 
-    fn stream(chunk_size: u32, threads: usize) -> cb3_chunked {
-        let header = Header { chunk_size, nonce_prefix: [7; 15] };
-        let mut aad = header.encode().to_vec();
-        aad.extend_from_slice(b"aad");
-        cb3_chunked { key: ChunkedKey([1; 32]), header, aad, pool: crate::parallel::shared_pool(threads) }
-    }
+/// Why `cb3_chunked_header_decode` refused a header: its error detail with
+/// `CB3_RESULT_INVALID_HEADER`, so that a caller can say what is wrong.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct cb3_chunked_header_fault {
+    /// The first rule the header breaks.
+    pub rule: cb3_chunked_header_rule,
+    /// The value that breaks it: the length given (`..._LENGTH`), the
+    /// version byte (`..._VERSION`), the chunk size (`..._CHUNK_SIZE`); 0
+    /// for `..._MAGIC`.
+    pub value: u64,
+}
 
-    #[test]
-    fn header_round_trip_and_rejections() {
-        let header = Header { chunk_size: 65536, nonce_prefix: [9; 15] };
-        let bytes = header.encode();
-        assert_eq!(&bytes[..12], b"CB3STRM\x01\x00\x01\x00\x00");
-        assert_eq!(Header::decode(&bytes), Ok(header));
-        for (at, value) in [(0, b'X'), (7, 2), (8, 1), (9, 0)] {
-            let mut bad = bytes;
-            bad[at] = value;
-            assert_eq!(Header::decode(&bad), Err(cb3_result::InvalidHeader), "byte {at}");
-        }
-        assert_eq!(Header::decode(&bytes[..26]), Err(cb3_result::InvalidHeader));
-    }
-
-    #[test]
-    fn parse_names_the_rule_that_failed() {
-        use cb3_chunked_header_rule::*;
-        let bytes = Header { chunk_size: 1024, nonce_prefix: [3; 15] }.encode();
-        let with = |at: usize, value: &[u8]| {
-            let mut bad = bytes;
-            bad[at..at + value.len()].copy_from_slice(value);
-            Header::parse(&bad).map_err(|f| (f.rule, f.value))
+impl From<HeaderFault> for cb3_chunked_header_fault {
+    fn from(fault: HeaderFault) -> Self {
+        let rule = match fault.rule {
+            HeaderRule::Length => cb3_chunked_header_rule::Length,
+            HeaderRule::Magic => cb3_chunked_header_rule::Magic,
+            HeaderRule::Version => cb3_chunked_header_rule::Version,
+            HeaderRule::ChunkSize => cb3_chunked_header_rule::ChunkSize,
         };
-        let parse = |bytes: &[u8]| Header::parse(bytes).map_err(|f| (f.rule, f.value));
-        assert_eq!(parse(&bytes[..26]), Err((Length, 26)));
-        assert_eq!(parse(&[bytes.as_slice(), b"x"].concat()), Err((Length, 28)));
-        assert_eq!(parse(&[]), Err((Length, 0)));
-        assert_eq!(with(0, b"X"), Err((Magic, 0)));
-        assert_eq!(with(7, &[2]), Err((Version, 2)));
-        assert_eq!(with(8, &63u32.to_be_bytes()), Err((ChunkSize, 63)));
-        assert_eq!(with(8, &((1u32 << 24) + 1).to_be_bytes()), Err((ChunkSize, (1 << 24) + 1)));
-        // The first rule broken is the one named: a bad magic before a bad version.
-        let mut both = bytes;
-        both[0] = b'X';
-        both[7] = 9;
-        assert_eq!(parse(&both), Err((Magic, 0)));
-        assert_eq!(with(8, &64u32.to_be_bytes()).map(|h| h.chunk_size), Ok(64));
+        cb3_chunked_header_fault { rule, value: fault.value }
     }
+}
 
-    #[test]
-    fn batches_equal_single_chunks_for_every_thread_count() {
-        let data: Vec<u8> = (0..(64 * 1024 * 5 + 100)).map(|i| (i * 7) as u8).collect();
-        let one = stream(64 * 1024, 1);
-        let mut reference = vec![0u8; data.len() + 6 * 32];
-        let mut at = 0;
-        for (i, piece) in data.chunks(64 * 1024).enumerate() {
-            let n = one.seal_batch(i as u64, i == 5, piece, &mut reference[at..]).unwrap();
-            at += n;
-        }
-        assert_eq!(at, reference.len());
-        for threads in [1, 2, 3, 0] {
-            let s = stream(64 * 1024, threads);
-            let mut out = vec![0u8; reference.len()];
-            assert_eq!(s.seal_batch(0, true, &data, &mut out), Ok(reference.len()));
-            assert_eq!(out, reference);
-            let mut plain = vec![0u8; data.len()];
-            assert_eq!(s.open_batch(0, true, &out, &mut plain), Ok(data.len()));
-            assert_eq!(plain, data);
-            // Not the end of the stream: the final chunk fails; nothing is left.
-            let mut plain = vec![0xAAu8; data.len()];
-            let cut = 5 * (64 * 1024 + 32);
-            assert_eq!(s.open_batch(0, true, &out[..cut], &mut plain[..5 * 65536]), Err(cb3_result::DecryptionFailed));
-            assert!(plain[..5 * 65536].iter().all(|&b| b == 0));
-            assert_eq!(s.open_batch(0, false, &out[..cut], &mut plain), Ok(5 * 65536));
-        }
+fn flag(last: u32) -> Cb3Result<bool> {
+    match last {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(cb3_result::InvalidArgument),
     }
+}
 
-    #[test]
-    fn empty_and_shape_rules() {
-        let s = stream(64, 1);
-        let mut out = [0u8; 32];
-        assert_eq!(s.seal_batch(0, true, &[], &mut out), Ok(32));
-        assert_eq!(s.open_batch(0, true, &out, &mut []), Ok(0));
-        assert_eq!(s.seal_batch(1, true, &[], &mut out), Err(cb3_result::InvalidArgument));
-        assert_eq!(s.open_batch(1, true, &out, &mut []), Err(cb3_result::DecryptionFailed));
-        assert_eq!(s.seal_batch(0, false, &[0; 10], &mut [0; 100]), Err(cb3_result::InvalidArgument));
-        assert_eq!(s.open_batch(0, true, &out[..31], &mut []), Err(cb3_result::DecryptionFailed));
-        assert_eq!(s.seal_batch(u64::MAX, false, &[0; 128], &mut [0; 200]), Err(cb3_result::InvalidArgument));
-        assert_eq!(s.seal_batch(u64::MAX, true, &[0; 64], &mut [0; 96]), Ok(96));
+/// Writes a stream header (`CB3_CHUNKED_HEADER_SIZE`, 27 bytes) to `out`.
+///
+/// - `nonce_prefix`, `nonce_prefix_len`: exactly `CB3_CHUNKED_PREFIX_SIZE`
+///   (15) bytes, fresh random bytes for every stream (never reuse a prefix
+///   with the same key). Not NULL.
+/// - `chunk_size`: plaintext bytes per chunk, from
+///   `CB3_CHUNKED_MIN_CHUNK_SIZE` to `CB3_CHUNKED_MAX_CHUNK_SIZE`
+///   (`CB3_CHUNKED_DEFAULT_CHUNK_SIZE` unless you have a reason).
+/// - `out`, `out_len`: at least `CB3_CHUNKED_HEADER_SIZE` bytes. Not NULL.
+///
+/// Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
+/// `CB3_RESULT_INVALID_NONCE_LENGTH` (prefix not 15 bytes),
+/// `CB3_RESULT_INVALID_ARGUMENT` (chunk size out of range),
+/// `CB3_RESULT_INSUFFICIENT_SIZE` or `CB3_RESULT_OVERLAPPING_BUFFERS`.
+/// On failure nothing is written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_chunked_header_encode(
+    nonce_prefix: *const u8,
+    nonce_prefix_len: usize,
+    chunk_size: u32,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let prefix =
+            unsafe { fixed::<CB3_CHUNKED_PREFIX_SIZE>(nonce_prefix, nonce_prefix_len, cb3_result::InvalidNonceLength) }?;
+        check_chunk_size(chunk_size)?;
+        let out = Raw::output(out, out_len, CB3_CHUNKED_HEADER_SIZE)?;
+        disjoint(&out, &[Raw::new(nonce_prefix, nonce_prefix_len)?])?;
+        let header = Header { chunk_size, nonce_prefix: *prefix }.encode();
+        // SAFETY: the contract: `out_len` (checked >= 27) writable bytes at
+        // `out`, not NULL, disjoint from the prefix (checked).
+        let out = unsafe { out.as_mut_slice() };
+        out.copy_from_slice(&header);
+        Ok(())
+    })
+}
+
+/// Parses a stream header: checks the magic, the version and the chunk
+/// size, and returns the chunk size and the nonce prefix.
+///
+/// - `header`, `header_len`: exactly `CB3_CHUNKED_HEADER_SIZE` (27) bytes,
+///   the first bytes of the stream. Not NULL.
+/// - `nonce_prefix_out`, `nonce_prefix_out_len`: receives the 15-byte nonce
+///   prefix; at least `CB3_CHUNKED_PREFIX_SIZE` bytes. May be NULL (then
+///   `nonce_prefix_out_len` must be 0) if the prefix is not wanted.
+/// - `chunk_size_out`: receives the chunk size. May be NULL.
+/// - `fault_out`: an error detail, written only with
+///   `CB3_RESULT_INVALID_HEADER`: which rule the header breaks, and the
+///   value that breaks it. May be NULL.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_INVALID_HEADER`: not a cb3 stream header: wrong length,
+///   magic or version, or a chunk size out of range (`*fault_out` says
+///   which). (The header is not authenticated until a chunk opens: a
+///   modified prefix or chunk size that is still in range is caught by
+///   `cb3_chunked_open`.)
+/// - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
+///   `CB3_RESULT_OVERLAPPING_BUFFERS`.
+///
+/// On failure nothing is written but `*fault_out`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_chunked_header_decode(
+    header: *const u8,
+    header_len: usize,
+    nonce_prefix_out: *mut u8,
+    nonce_prefix_out_len: usize,
+    chunk_size_out: *mut u32,
+    fault_out: *mut cb3_chunked_header_fault,
+) -> cb3_result {
+    ffi_boundary(|| {
+        if header.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        let input = Raw::new(header, header_len)?;
+        // SAFETY: the C caller's contract: `header_len` readable bytes at
+        // `header`, not NULL.
+        let parsed = Header::parse(unsafe { input.as_slice() }).map_err(|fault| {
+            // SAFETY: the contract: `fault_out` is NULL or valid for a write.
+            unsafe { store(fault_out, cb3_chunked_header_fault::from(fault)) };
+            cb3_result::InvalidHeader
+        })?;
+        let prefix_out = Raw::new(nonce_prefix_out, nonce_prefix_out_len)?;
+        if !nonce_prefix_out.is_null() {
+            if nonce_prefix_out_len < CB3_CHUNKED_PREFIX_SIZE {
+                return Err(cb3_result::InsufficientSize);
+            }
+            disjoint(&prefix_out, &[input])?;
+            // SAFETY: the contract: `nonce_prefix_out_len` (checked >= 15)
+            // writable bytes, not NULL, disjoint from the header (checked).
+            let prefix = unsafe { prefix_out.as_mut_slice() };
+            prefix[..CB3_CHUNKED_PREFIX_SIZE].copy_from_slice(&parsed.nonce_prefix);
+        }
+        // SAFETY: the contract: `chunk_size_out` is NULL or valid for a write.
+        unsafe { store(chunk_size_out, parsed.chunk_size) };
+        Ok(())
+    })
+}
+
+/// Creates the object that seals and opens the chunks of one stream.
+///
+/// - `key`, `key_len`: exactly `CB3_KEY_SIZE` (32) bytes. Not NULL. Copied.
+/// - `header`, `header_len`: the stream's header (`cb3_chunked_header_encode`
+///   for a new stream; the first 27 bytes of a stream being read). Not
+///   NULL. It gives the chunk size and nonce prefix and is authenticated
+///   with every chunk: the object keeps these exact bytes, which is why it
+///   takes the header and not its parsed fields, and parses them with
+///   `cb3_chunked_header_decode`'s parser.
+/// - `aad`, `aad_len`: the caller's associated data, authenticated with
+///   every chunk after the header. NULL only if `aad_len` is 0. Copied.
+/// - `max_threads`: threads for a batch of chunks (0 = one per core, 1 = the
+///   calling thread only). Batches under 128 KiB stay on the calling thread.
+/// - `chunked_out`: receives the new object. Not NULL. Release it with
+///   `cb3_chunked_free`.
+///
+/// Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
+/// `CB3_RESULT_INVALID_KEY_LENGTH`, `CB3_RESULT_INVALID_HEADER` (not a valid
+/// header, see `cb3_chunked_header_decode`) or `CB3_RESULT_INVALID_ARGUMENT`
+/// (a length above `PTRDIFF_MAX`). On failure `*chunked_out` is not written and nothing is
+/// allocated.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_chunked_new(
+    key: *const u8,
+    key_len: usize,
+    header: *const u8,
+    header_len: usize,
+    aad: *const u8,
+    aad_len: usize,
+    max_threads: usize,
+    chunked_out: *mut *mut cb3_chunked,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        if header.is_null() || chunked_out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        // SAFETY: the contract: `header_len` readable bytes, not NULL.
+        let header_bytes = unsafe { Raw::new(header, header_len)?.as_slice() };
+        // SAFETY: the contract: `aad_len` readable bytes (NULL only if 0).
+        let aad = unsafe { Raw::new(aad, aad_len)?.as_slice() };
+        let chunked = cb3_chunked { chunked: Chunked::new(key, header_bytes, aad, max_threads)? };
+        // SAFETY: `chunked_out` is not NULL and valid for a write (the contract).
+        unsafe { object::give(chunked, chunked_out) }
+    })
+}
+
+/// Wipes the key and frees an object made by `cb3_chunked_new`. `chunked`
+/// may be NULL. It must not be used afterwards, by any thread.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_chunked_free(chunked: *mut cb3_chunked) {
+    // SAFETY: the contract above: NULL or a pointer from cb3_chunked_new that
+    // no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(chunked) })
+}
+
+/// What `cb3_chunked_seal` and `cb3_chunked_open` share: the argument checks
+/// in their documented order (`out` may be NULL only when empty and not
+/// `out_required`), then `op` on the batch.
+///
+/// # Safety
+/// The contract of those two functions: `chunked` is NULL or from
+/// `cb3_chunked_new`; `input` and `out` valid for their lengths (NULL only
+/// when empty); `out_n` NULL or valid for a write.
+unsafe fn batch_call(
+    chunked: *const cb3_chunked,
+    first_index: u64,
+    last: u32,
+    (input, input_len): (*const u8, usize),
+    (out, out_len, out_required): (*mut u8, usize, bool),
+    out_n: *mut usize,
+    (op, sealing): (fn(&cb3_chunked, u64, bool, &[u8], &mut [u8]) -> Cb3Result<usize>, bool),
+) -> cb3_result {
+    ffi_boundary(|| {
+        // Sealing is bound to the process that made the object: a fork()
+        // child would seal under the parent's nonce prefix and chunk indices
+        // (a two-time pad). Opening has no state to reuse and works anywhere.
+        // SAFETY: the C caller's contract (a cb3_chunked pointer or NULL).
+        let chunked = unsafe { object::get_bound(chunked, sealing) }?;
+        let last = flag(last)?;
+        let input = Raw::new(input, input_len)?;
+        if out_required && out.is_null() {
+            return Err(cb3_result::NullParameter);
+        }
+        let output = Raw::new(out, out_len)?;
+        disjoint(&output, &[input])?;
+        // SAFETY: the contract: `input_len` readable bytes at `input` and
+        // `out_len` writable bytes at `out`, which do not overlap (checked).
+        let (input, output) = unsafe { (input.as_slice(), output.as_mut_slice()) };
+        let written = op(chunked, first_index, last, input, output)?;
+        // SAFETY: the contract: `out_n` is NULL or valid for a write.
+        unsafe { store(out_n, written) };
+        Ok(())
+    })
+}
+
+/// Encrypts a batch of consecutive chunks: `plaintext` is cut into pieces of
+/// the header's chunk size, and piece `k` becomes chunk `first_index + k`:
+/// its ciphertext followed by its 32-byte tag, written one after the other
+/// to `out`, exactly as they appear in the stream after the header.
+///
+/// - `chunked`: from `cb3_chunked_new`. Not NULL.
+/// - `first_index`: the index of the batch's first chunk (0 for the chunk
+///   right after the header).
+/// - `last`: 1 if the batch ends with the final chunk of the stream, else 0.
+///   With 0, `plaintext_len` must be a positive multiple of the chunk size;
+///   with 1 the final piece may be shorter, and `plaintext_len` may be 0
+///   only when `first_index` is 0 (an empty stream is one empty final chunk;
+///   a stream whose length is a multiple of the chunk size ends with a full
+///   final chunk, never an empty one).
+/// - `plaintext`, `plaintext_len`: NULL only if `plaintext_len` is 0.
+/// - `out`, `out_len`: at least `plaintext_len + n * CB3_TAG_SIZE` bytes,
+///   `n` the number of chunks (`ceil(plaintext_len / chunk_size)`, or 1 for
+///   an empty stream). Not NULL. May not overlap `plaintext`.
+/// - `out_n`: receives the bytes written. May be NULL.
+///
+/// Returns `CB3_RESULT_OK`, or `CB3_RESULT_NULL_PARAMETER`,
+/// `CB3_RESULT_INSUFFICIENT_SIZE`, `CB3_RESULT_OVERLAPPING_BUFFERS`, or
+/// `CB3_RESULT_INVALID_ARGUMENT` (a batch shape not allowed above, `last`
+/// not 0 or 1, or a chunk index past `UINT64_MAX`), or `CB3_RESULT_FORKED`
+/// (the object was made in another process: a `fork()` child would seal
+/// under its parent's nonces; make a new object, with a fresh nonce prefix,
+/// in the child). On failure nothing is written. Never seal two different
+/// batches with the same object and chunk indices.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_chunked_seal(
+    chunked: *const cb3_chunked,
+    first_index: u64,
+    last: u32,
+    plaintext: *const u8,
+    plaintext_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+) -> cb3_result {
+    // SAFETY: this function's contract is batch_call's.
+    unsafe {
+        batch_call(chunked, first_index, last, (plaintext, plaintext_len), (out, out_len, true), out_n, (cb3_chunked::seal_batch, true))
+    }
+}
+
+/// Verifies and decrypts a batch of consecutive chunks: `ciphertext` is cut
+/// into pieces of chunk size + `CB3_TAG_SIZE` bytes, and piece `k` is opened
+/// as chunk `first_index + k`; the plaintexts are written one after the
+/// other to `out`.
+///
+/// - `chunked`: from `cb3_chunked_new`. Not NULL.
+/// - `first_index`: the index of the batch's first chunk.
+/// - `last`: 1 if the batch ends at the end of the stream (its final piece
+///   is opened as the final chunk), else 0. With 0, `ciphertext_len` must
+///   be a positive multiple of chunk size + 32. The caller decides `last`
+///   from where its input ends: a stream cut at a chunk boundary then fails
+///   here, because its apparent final chunk was sealed as a non-final one.
+/// - `ciphertext`, `ciphertext_len`: NULL only if `ciphertext_len` is 0.
+/// - `out`, `out_len`: at least `ciphertext_len - n * CB3_TAG_SIZE` bytes,
+///   `n` the number of pieces. NULL only if that is 0. May not overlap
+///   `ciphertext`.
+/// - `out_n`: receives the plaintext bytes written. May be NULL.
+///
+/// Returns `CB3_RESULT_OK`, or:
+/// - `CB3_RESULT_DECRYPTION_FAILED`: a chunk did not verify (wrong key,
+///   header or associated data; a modified, reordered, dropped, duplicated
+///   or spliced chunk; a stream truncated or extended at this batch), or
+///   the final piece is shorter than a tag, or is an empty final chunk at
+///   an index other than 0. To find which chunk failed, open the batch one
+///   chunk at a time. No plaintext is released: chunks of the batch that
+///   did verify are zeroed again in `out`, whose other bytes are untouched.
+/// - `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_INSUFFICIENT_SIZE`,
+///   `CB3_RESULT_OVERLAPPING_BUFFERS`, `CB3_RESULT_INVALID_ARGUMENT` (a
+///   batch shape not allowed above, `last` not 0 or 1, a chunk index past
+///   `UINT64_MAX`); these write nothing.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_chunked_open(
+    chunked: *const cb3_chunked,
+    first_index: u64,
+    last: u32,
+    ciphertext: *const u8,
+    ciphertext_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    out_n: *mut usize,
+) -> cb3_result {
+    // SAFETY: this function's contract is batch_call's.
+    unsafe {
+        batch_call(chunked, first_index, last, (ciphertext, ciphertext_len), (out, out_len, false), out_n, (cb3_chunked::open_batch, false))
     }
 }

@@ -1,135 +1,49 @@
-//! BLAKE3 hashing (`cb3_blake3_*`): an incremental hasher object with the
-//! three BLAKE3 modes (hash, keyed hash, key derivation), extendable output
-//! with a seek position, memory-mapped file input and optional
-//! multi-threading, plus one-shot functions. Everything is the `blake3`
-//! crate's; this module adds the lock and the thread pools (the C ABI is
-//! `ffi::hash`).
-//!
-//! Threads: a hasher made with `max_threads == 1` hashes on the calling
-//! thread. With `CB3_BLAKE3_AUTO` (0) large inputs are hashed with
-//! `Hasher::update_rayon` on a process-wide rayon pool of rayon's default
-//! size (one thread per logical core, or `RAYON_NUM_THREADS`). With
-//! `max_threads > 1` the hasher uses the pool of that many threads (capped at
-//! the usable cores) that every hasher and cipher of the same count shares,
-//! and which ends with the last of them (`parallel::shared_pool`). Pools are built on the first input large enough
-//! to use them: inputs below [`CB3_BLAKE3_PARALLEL_MIN`] are hashed on the
-//! calling thread in every mode (rayon only costs time there). The digest
-//! never depends on the mode.
-//!
-//! Fork safety: a child process made by `fork()` has none of its parent's
-//! pool threads, so a rayon pool inherited from the parent (rayon's global
-//! pool included) would wait forever for them. Every pool here remembers the
-//! process that built it, and a child builds its own on first use (the
-//! stale one is leaked, its threads existing only in the parent). A pool
-//! that cannot be built leaves the hasher single-threaded. The hasher itself
-//! moves to the child on its first use there, unless another thread was
-//! inside a call with it at the fork: its state is then torn and its lock
-//! never released, so it fails with `CB3_RESULT_FORKED` instead of blocking
-//! forever.
+//! The C ABI of BLAKE3 hashing: the `cb3_blake3_*` functions.
 
-#[cfg(unix)]
-use std::ffi::CString;
 use std::ffi::{c_int, c_void};
-use std::fs::File;
-use std::io::Read;
-#[cfg(unix)]
-use std::os::fd::FromRawFd;
-#[cfg(not(unix))]
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+use cb3_core::hash::{hash_file, open_file, FileError, Hasher, Interrupt, Mode, EINVAL};
+use cb3_core::wipe::scrub_stack;
 use zeroize::Zeroize;
 
-use crate::ffi::errors::{cb3_result, Cb3Result};
-use crate::ffi::object::{self, process_id};
-use crate::parallel::{scrub_workers, shared_pool, LazyPool, AUTO_POOL};
+use crate::buffers::{disjoint, fixed, store, Raw};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::object::{self, process_id, Object};
 
 /// The default BLAKE3 output size in bytes (any length can be requested).
 pub const CB3_BLAKE3_OUT_LEN: usize = 32;
+const _: () = assert!(CB3_BLAKE3_OUT_LEN == cb3_core::hash::OUT_LEN);
+
 /// The BLAKE3 key size in bytes (keyed mode).
 pub const CB3_BLAKE3_KEY_LEN: usize = 32;
+const _: () = assert!(CB3_BLAKE3_KEY_LEN == cb3_core::hash::KEY_LEN);
+
 /// The BLAKE3 block size in bytes.
 pub const CB3_BLAKE3_BLOCK_LEN: usize = 64;
+const _: () = assert!(CB3_BLAKE3_BLOCK_LEN == cb3_core::hash::BLOCK_LEN);
+
 /// `max_threads` value that lets the library choose the number of threads
 /// (a shared pool of rayon's default size: one thread per logical core, or
 /// `RAYON_NUM_THREADS`).
 pub const CB3_BLAKE3_AUTO: usize = 0;
+const _: () = assert!(CB3_BLAKE3_AUTO == cb3_core::hash::AUTO);
 
 /// Inputs shorter than this many bytes are hashed on the calling thread even
 /// when the hasher may use several: below about 128 KiB `update_rayon` is
 /// slower than `update` (the `blake3` crate's own guidance).
 pub const CB3_BLAKE3_PARALLEL_MIN: usize = 128 * 1024;
+const _: () = assert!(CB3_BLAKE3_PARALLEL_MIN == cb3_core::hash::HASH_PARALLEL_MIN);
 
 /// The interrupt callback of `cb3_blake3_update_file`: returns 0 to go on,
 /// anything else to stop.
 pub type cb3_interrupt = Option<unsafe extern "C" fn(arg: *mut c_void) -> c_int>;
 
-/// `errno` reported for a path that contains a NUL byte (EINVAL).
-pub(crate) const EINVAL: i32 = 22;
-
-/// Files of at least this many bytes are memory-mapped (regular files only),
-/// as the blake3 crate's `update_mmap` does; shorter ones are read.
-pub(crate) const MMAP_MIN: u64 = 16 * 1024;
-/// Bytes read at once from a file that is not mapped (FIFOs, devices, short
-/// files), and hashed at once from a mapped one (between interrupt checks).
-pub(crate) const READ_CHUNK: usize = 64 * 1024;
-pub(crate) const MAPPED_PIECE: usize = 64 * 1024 * 1024;
-/// How often a long file read calls its interrupt callback (and at once
-/// after a read interrupted by a signal).
-pub(crate) const INTERRUPT_EVERY: Duration = Duration::from_millis(20);
 /// How long a forked child waits for a hasher that is busy before deciding
 /// that a thread of its parent held it at the fork.
-pub(crate) const ADOPT_WAIT: Duration = Duration::from_millis(100);
-
-/// How a hasher may use threads.
-#[derive(Clone)]
-pub(crate) enum Threads {
-    Single,
-    Auto,
-    /// A pool of its own (shared with copies of the hasher).
-    Pool(Arc<LazyPool>),
-}
-
-impl Threads {
-    pub(crate) fn new(max_threads: usize) -> Self {
-        match max_threads {
-            CB3_BLAKE3_AUTO => Threads::Auto,
-            1 => Threads::Single,
-            // One pool per thread count, shared between hashers and ciphers
-            // and capped at the usable cores (parallel::shared_pool).
-            max => match shared_pool(max) {
-                Some(pool) => Threads::Pool(pool),
-                None => Threads::Single,
-            },
-        }
-    }
-
-    /// Runs `parallel` on `state` in the mode's pool, else (single-threaded,
-    /// or no pool could be built) `single` on the calling thread.
-    fn run<T: Send>(
-        &self,
-        state: &mut blake3::Hasher,
-        single: impl FnOnce(&mut blake3::Hasher) -> T,
-        parallel: impl FnOnce(&mut blake3::Hasher) -> T + Send,
-    ) -> T {
-        let pool = match self {
-            Threads::Single => None,
-            Threads::Auto => AUTO_POOL.get(),
-            Threads::Pool(pool) => pool.get(),
-        };
-        match pool {
-            Some(pool) => {
-                let result = pool.install(|| parallel(state));
-                // A keyed hasher's key (its chaining value) was in the workers' frames.
-                scrub_workers(&pool);
-                result
-            }
-            None => single(state),
-        }
-    }
-}
+pub const ADOPT_WAIT: Duration = Duration::from_millis(100);
 
 /// An incremental BLAKE3 hasher. Opaque to C; create with `cb3_blake3_new`,
 /// `cb3_blake3_new_keyed`, `cb3_blake3_new_derive_key` or `cb3_blake3_copy`,
@@ -137,8 +51,7 @@ impl Threads {
 /// hasher may be shared between threads (concurrent updates are serialised,
 /// in an unspecified order).
 pub struct cb3_blake3 {
-    pub(crate) hasher: Mutex<blake3::Hasher>,
-    pub(crate) threads: Threads,
+    hasher: Mutex<Hasher>,
 }
 
 // Unwinding out of a call (caught by `ffi_boundary`) leaves a hasher that is
@@ -147,57 +60,19 @@ pub struct cb3_blake3 {
 // holds callbacks, stays usable (rayon re-raises job panics in the caller).
 impl std::panic::RefUnwindSafe for cb3_blake3 {}
 
-// `blake3::Hasher` implements `Zeroize` (the crate's `zeroize` feature) but
-// does not wipe itself on drop: do it here, so that `cb3_blake3_free` (and
-// dropping a copy) leaves no key, chaining values or buffered input behind.
-impl Drop for cb3_blake3 {
-    fn drop(&mut self) {
-        let state = self.hasher.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.zeroize();
-    }
-}
-
 /// A live hasher and the process that owns it.
-pub struct HasherRef<'a> {
-    pub(crate) hasher: &'a cb3_blake3,
-    pub(crate) owner: &'a AtomicU32,
-}
-
-impl cb3_blake3 {
-    pub(crate) fn new(hasher: blake3::Hasher, max_threads: usize) -> Self {
-        cb3_blake3 { hasher: Mutex::new(hasher), threads: Threads::new(max_threads) }
-    }
-
-    /// Updates from Rust (the tests); C goes through `cb3_blake3_update`.
-    pub fn update(&self, input: &[u8]) {
-        let mut state = object::lock(&self.hasher);
-        self.update_locked(&mut state, input);
-    }
-
-    pub(crate) fn update_locked(&self, state: &mut blake3::Hasher, input: &[u8]) {
-        if input.len() < CB3_BLAKE3_PARALLEL_MIN {
-            state.update(input);
-        } else {
-            self.threads.run(
-                state,
-                |state| {
-                    state.update(input);
-                },
-                |state| {
-                    state.update_rayon(input);
-                },
-            );
-        }
-    }
+struct HasherRef<'a> {
+    hasher: &'a cb3_blake3,
+    owner: &'a AtomicU32,
 }
 
 impl HasherRef<'_> {
-    /// The hasher's state, locked. In a process other than its owner's (a
-    /// `fork()` child) the hasher moves to this process if its lock is free;
-    /// a lock that stays busy was held by a thread of the parent at the fork
-    /// (it will never be released, and the state may be half-updated):
+    /// The hasher, locked. In a process other than its owner's (a `fork()`
+    /// child) the hasher moves to this process if its lock is free; a lock
+    /// that stays busy was held by a thread of the parent at the fork (it
+    /// will never be released, and the state may be half-updated):
     /// `CB3_RESULT_FORKED` then, rather than blocking forever.
-    pub(crate) fn lock(&self) -> Cb3Result<MutexGuard<'_, blake3::Hasher>> {
+    fn lock(&self) -> Cb3Result<MutexGuard<'_, Hasher>> {
         let here = process_id();
         if self.owner.load(Ordering::Acquire) == here {
             return Ok(object::lock(&self.hasher.hasher));
@@ -228,119 +103,340 @@ impl HasherRef<'_> {
     }
 }
 
-pub(crate) enum FileError {
-    Io(std::io::Error),
-    Stop,
+impl Object for cb3_blake3 {
+    const MAGIC: u64 = u64::from_le_bytes(*b"cb3:blk3");
+    const NAME: &'static str = "cb3_blake3";
 }
 
-impl From<std::io::Error> for FileError {
-    fn from(error: std::io::Error) -> Self {
-        FileError::Io(error)
-    }
+/// The hasher at `ptr`: NULL or a freed hasher are errors (see `object.rs`).
+///
+/// # Safety
+/// `ptr` is NULL or came from a `cb3_blake3` constructor.
+unsafe fn hasher_ref<'a>(ptr: *const cb3_blake3) -> Cb3Result<HasherRef<'a>> {
+    // SAFETY: the caller's guarantee is get_with_owner's.
+    unsafe { object::get_with_owner(ptr) }.map(|(hasher, owner)| HasherRef { hasher, owner })
 }
 
-pub(crate) struct Interrupt {
-    pub(crate) callback: cb3_interrupt,
-    pub(crate) arg: *mut c_void,
-    pub(crate) last: Instant,
+/// # Safety
+/// `out` is NULL or valid for one write.
+unsafe fn give_hasher(hasher: blake3::Hasher, max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> Cb3Result<()> {
+    // SAFETY: the caller's guarantee is give's.
+    unsafe { object::give(cb3_blake3 { hasher: Mutex::new(Hasher::new(hasher, max_threads)) }, hasher_out) }
 }
 
-impl Interrupt {
-    /// Calls the callback if `now` (after EINTR) or INTERRUPT_EVERY has passed.
-    fn check(&mut self, now: bool) -> Result<(), FileError> {
-        let Some(callback) = self.callback else {
-            return Ok(());
-        };
-        if !now && self.last.elapsed() < INTERRUPT_EVERY {
-            return Ok(());
+/// A UTF-8 context string as BLAKE3's key derivation requires.
+///
+/// # Safety
+/// See `buffers`.
+unsafe fn context_str<'a>(context: *const u8, context_len: usize) -> Cb3Result<&'a str> {
+    let context = Raw::new(context, context_len)?;
+    // SAFETY: the caller's guarantee: `context_len` readable bytes at `context`.
+    std::str::from_utf8(unsafe { context.as_slice() }).map_err(|_| cb3_result::InvalidUtf8)
+}
+
+/// Creates a hasher for the default (unkeyed) BLAKE3 hash.
+///
+/// `max_threads` is 1 (hash on the calling thread), `CB3_BLAKE3_AUTO` (0: a
+/// process-wide pool, one thread per logical core) or a larger maximum
+/// number of threads (capped at the usable cores) for the pool that every
+/// hasher and cipher of that count shares, ended with the last of them.
+/// Pools are built on the
+/// first input of at least `CB3_BLAKE3_PARALLEL_MIN` bytes, and again in a
+/// child process after `fork()`. Smaller inputs are always hashed on the
+/// calling thread; the digest does not depend on `max_threads`. On failure
+/// `*hasher_out` is not written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_new(max_threads: usize, hasher_out: *mut *mut cb3_blake3) -> cb3_result {
+    // SAFETY: the C caller's contract: `hasher_out` is NULL or valid for a write.
+    ffi_boundary(|| unsafe { give_hasher(blake3::Hasher::new(), max_threads, hasher_out) })
+}
+
+/// Creates a hasher for BLAKE3's keyed mode. `key` must be
+/// `CB3_BLAKE3_KEY_LEN` (32) bytes, else `CB3_RESULT_INVALID_KEY_LENGTH`; it
+/// is copied. `max_threads` as for `cb3_blake3_new`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_new_keyed(
+    key: *const u8,
+    key_len: usize,
+    max_threads: usize,
+    hasher_out: *mut *mut cb3_blake3,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY (every raw pointer of an exported function): the C caller's
+        // contract in cb3.h, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
+        let made = unsafe { give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out) };
+        scrub_stack(); // the Hasher (holding the key) was moved through these frames
+        made
+    })
+}
+
+/// Creates a hasher for BLAKE3's key derivation mode with the given context
+/// string: `context_len` bytes of UTF-8, not NUL-terminated (invalid UTF-8 is
+/// `CB3_RESULT_INVALID_UTF8`). The context should be hardcoded, globally
+/// unique and application-specific; the key material is then fed with
+/// `cb3_blake3_update`. `max_threads` as for `cb3_blake3_new`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_new_derive_key(
+    context: *const u8,
+    context_len: usize,
+    max_threads: usize,
+    hasher_out: *mut *mut cb3_blake3,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract, each pointer valid for its length.
+        let context = unsafe { context_str(context, context_len) }?;
+        // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
+        unsafe { give_hasher(blake3::Hasher::new_derive_key(context), max_threads, hasher_out) }
+    })
+}
+
+/// Creates an independent hasher with the same state, mode and thread
+/// setting as `hasher` (a pool, if any, is shared). On failure `*copy_out`
+/// is not written.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *mut *mut cb3_blake3) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        if copy_out.is_null() {
+            return Err(cb3_result::NullParameter);
         }
-        // SAFETY: the caller's callback, called as documented.
-        let stop = unsafe { callback(self.arg) } != 0;
-        self.last = Instant::now();
-        if stop {
-            Err(FileError::Stop)
-        } else {
-            Ok(())
-        }
-    }
+        let state = hasher.lock()?.clone();
+        // SAFETY: `copy_out` is not NULL and valid for a write (the contract). The copy is built in the
+        // call's argument, not in a local of this frame, which scrub_stack would not reach.
+        let made = unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state) }, copy_out) };
+        scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
+        made
+    })
 }
 
-/// Opens `path` for reading. Unlike `File::open`, which retries on EINTR, a
-/// signal during a blocking open (a FIFO without a writer) reaches the
-/// interrupt callback.
-#[cfg(unix)]
-pub(crate) fn open_file(path: &[u8], interrupt: &mut Interrupt) -> Result<File, FileError> {
-    let path = CString::new(path).map_err(|_| std::io::Error::from_raw_os_error(EINVAL))?;
-    loop {
-        // SAFETY: a NUL-terminated path; the descriptor is owned by the File.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd >= 0 {
-            return Ok(unsafe { File::from_raw_fd(fd) });
-        }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error.into());
-        }
-        interrupt.check(true)?;
-    }
+/// Frees a hasher made by a `cb3_blake3_new*` function or `cb3_blake3_copy`.
+/// NULL is a no-op. Its state (the key of a keyed hasher, chaining values and
+/// buffered input) is overwritten with zeros first; a thread pool it shares
+/// with copies lives on until the last of them is freed. The pointer must not
+/// be used afterwards (nor freed twice), and no other thread may be using the
+/// hasher during or after the call. Freeing it twice, or freeing a pointer
+/// that is not a live hasher, prints a message to stderr and aborts; other
+/// calls on a freed hasher return `CB3_RESULT_INVALID_ARGUMENT` (see
+/// `cb3_stream_free`).
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_free(hasher: *mut cb3_blake3) {
+    // SAFETY: the contract above: NULL or a live hasher no other thread uses.
+    ffi_boundary_or((), || unsafe { object::free(hasher) })
 }
 
-#[cfg(not(unix))]
-pub(crate) fn open_file(path: &[u8], _interrupt: &mut Interrupt) -> Result<File, FileError> {
-    let path = path_from_bytes(path).map_err(|_| std::io::Error::from_raw_os_error(EINVAL))?;
-    Ok(File::open(path)?)
+/// Adds `input` to the hasher. May be called any number of times; the
+/// result is the same however the input is split.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update(hasher: *const cb3_blake3, input: *const u8, input_len: usize) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        let input = Raw::new(input, input_len)?;
+        // SAFETY: the contract: `input_len` readable bytes at `input`.
+        hasher.lock()?.update(unsafe { input.as_slice() });
+        scrub_stack(); // compressions start from the key words of a keyed hasher
+        Ok(())
+    })
 }
 
-/// Hashes an open file into `state` (locked): mapped in pieces if it is a
-/// regular file of at least MMAP_MIN bytes, else read in chunks, checking
-/// `interrupt` in between.
-pub(crate) fn hash_file(
-    hasher: &cb3_blake3,
-    state: &mut blake3::Hasher,
-    file: &mut File,
-    interrupt: &mut Interrupt,
-) -> Result<(), FileError> {
-    let metadata = file.metadata()?;
-    if metadata.is_file() && metadata.len() >= MMAP_MIN && metadata.len() <= isize::MAX as u64 {
-        // SAFETY: see the SIGBUS note of cb3_blake3_update_mmap; the length is
-        // fixed now, so a file that grows is hashed up to this length.
-        let mapped = unsafe { memmap2::MmapOptions::new().len(metadata.len() as usize).map(&*file) };
-        if let Ok(mapped) = mapped {
-            for piece in mapped.chunks(MAPPED_PIECE) {
-                hasher.update_locked(state, piece);
-                interrupt.check(false)?;
+/// Adds the contents of the file at `path` (`path_len` bytes, not
+/// NUL-terminated; raw bytes on Unix, UTF-8 elsewhere) to the hasher,
+/// memory-mapping it when it is a regular file of at least 16 KiB and
+/// reading it otherwise; multi-threaded as the hasher's `max_threads` allows.
+/// The same as `cb3_blake3_update_file` without an interrupt callback: on a
+/// file without end (`/dev/zero`, a FIFO whose writer never closes) it
+/// never returns.
+///
+/// On an I/O error returns `CB3_RESULT_IO_ERROR` and stores the `errno`
+/// value in `*os_error` (if not NULL; 0 when the error had none; a NUL byte
+/// in the path is `EINVAL`). `os_error` is an error detail, written only on
+/// that failure. The hasher then holds any part of the file read before the
+/// error, so reset it before reusing it. A file truncated by another process
+/// while it is mapped can kill the process with SIGBUS, as with any mmap.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update_mmap(
+    hasher: *const cb3_blake3,
+    path: *const u8,
+    path_len: usize,
+    os_error: *mut i32,
+) -> cb3_result {
+    // SAFETY: the caller's contract is cb3_blake3_update_file's (no callback).
+    unsafe { cb3_blake3_update_file(hasher, path, path_len, None, std::ptr::null_mut(), os_error) }
+}
+
+
+/// `cb3_blake3_update_mmap` with an interrupt callback, for files that may
+/// never end (`/dev/zero`, `/dev/urandom`, a FIFO, a terminal) or take long.
+///
+/// The file is opened, then a regular file of at least 16 KiB is mapped and
+/// hashed in 64 MiB pieces; anything else is read in 64 KiB chunks (the
+/// read buffer is wiped afterwards). `interrupt(interrupt_arg)` is called on
+/// the calling thread between pieces or chunks, at most every 20 ms of
+/// hashing, and at once when opening or reading the file was interrupted by
+/// a signal (`EINTR`, e.g. a blocked FIFO); when it returns non-zero, the
+/// function stops and returns `CB3_RESULT_INTERRUPTED`, the hasher keeping
+/// the data hashed so far (reset it before reusing it). The callback runs
+/// while the hasher's lock is held: it must not call cb3 functions on this
+/// hasher. `interrupt` may be NULL (then nothing can stop the call).
+/// Python's binding takes the GIL back in it and runs the signal handlers
+/// (Ctrl-C raises `KeyboardInterrupt`).
+///
+/// Errors as `cb3_blake3_update_mmap`, plus `CB3_RESULT_INTERRUPTED`.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_update_file(
+    hasher: *const cb3_blake3,
+    path: *const u8,
+    path_len: usize,
+    interrupt: cb3_interrupt,
+    interrupt_arg: *mut c_void,
+    os_error: *mut i32,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        let path = Raw::new(path, path_len)?;
+        // SAFETY: the contract: `path_len` readable bytes at `path`.
+        let path = unsafe { path.as_slice() };
+        if path.contains(&0) {
+            // SAFETY: `os_error` is NULL or valid for a write (the contract).
+            unsafe { store(os_error, EINVAL) };
+            return Err(cb3_result::IoError);
+        }
+        // SAFETY: the caller's callback and its argument, called as documented.
+        let mut ask = || interrupt.is_some_and(|callback| unsafe { callback(interrupt_arg) } != 0);
+        let mut interrupt = Interrupt::new(Some(&mut ask));
+        let mut state = hasher.lock()?;
+        let done = open_file(path, &mut interrupt).and_then(|mut file| hash_file(&mut state, &mut file, &mut interrupt));
+        done.map_err(|error| match error {
+            FileError::Stop => cb3_result::Interrupted,
+            FileError::Io(error) => {
+                // SAFETY: `os_error` is NULL or valid for a write (the contract).
+                unsafe { store(os_error, error.raw_os_error().unwrap_or(0)) };
+                cb3_result::IoError
             }
-            return Ok(());
-        }
-    }
-    let mut buffer = vec![0u8; READ_CHUNK];
-    let done = loop {
-        match file.read(&mut buffer) {
-            Ok(0) => break Ok(()),
-            Ok(n) => {
-                hasher.update_locked(state, &buffer[..n]);
-                if let Err(stop) = interrupt.check(false) {
-                    break Err(stop);
-                }
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
-                if let Err(stop) = interrupt.check(true) {
-                    break Err(stop);
-                }
-            }
-            Err(error) => break Err(error.into()),
-        }
-    };
-    buffer.zeroize();
-    done
+        })
+    })
 }
 
-/// `direct::hash_tree` with its chaining values in this (not inlined)
-/// frame, wiped.
-#[inline(never)]
-pub(crate) fn hash_tree_wiped(key: &[u32; 8], flags: u8, input: &[u8], out: &mut [u8]) {
-    let mut tree = crate::blake3_compressions::Tree::new();
-    crate::blake3_compressions::hash_tree(key, flags, &[], input, out, &mut tree);
-    tree.wipe();
+
+/// Writes `out_len` bytes of the hasher's extendable output, starting at
+/// output byte `seek`, to `out`. The hasher is not changed: more input may
+/// follow and finalizing twice gives the same bytes. Shorter outputs are
+/// prefixes of longer ones; 32 bytes is the standard digest.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_finalize(
+    hasher: *const cb3_blake3,
+    seek: u64,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        let hasher = unsafe { hasher_ref(hasher) }?;
+        let out = Raw::new(out, out_len)?;
+        let mut reader = hasher.lock()?.state.finalize_xof();
+        reader.set_position(seek);
+        // SAFETY: the contract: `out_len` writable bytes at `out`, which nothing else reads or writes during the call.
+        reader.fill(unsafe { out.as_mut_slice() });
+        // The reader holds the root node's input: for a short keyed input,
+        // the key itself.
+        reader.zeroize();
+        scrub_stack();
+        Ok(())
+    })
 }
 
+/// Resets the hasher to its state right after creation (same mode, key or
+/// context, and threads; input given at creation is not replayed).
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_reset(hasher: *const cb3_blake3) -> cb3_result {
+    ffi_boundary(|| {
+        // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+        unsafe { hasher_ref(hasher) }?.lock()?.state.reset();
+        Ok(())
+    })
+}
+
+/// The number of input bytes hashed so far: every byte given to
+/// `cb3_blake3_update` and `cb3_blake3_update_mmap` since creation or the last
+/// `cb3_blake3_reset` (a copy starts with its original's count). Returns 0 if
+/// `hasher` is NULL, not a live hasher, or unusable in this forked child
+/// (see `CB3_RESULT_FORKED`); never fails.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_count(hasher: *const cb3_blake3) -> u64 {
+    // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
+    ffi_boundary_or(0, || unsafe { hasher_ref(hasher) }.and_then(|hasher| Ok(hasher.lock()?.state.count())).unwrap_or(0))
+}
+
+/// Checks the buffers of a one-shot function and runs it.
+///
+/// # Safety
+/// See `buffers`.
+unsafe fn one_shot(mode: Mode<'_>, input: Raw, others: &[Raw], out: *mut u8, out_len: usize) -> Cb3Result<()> {
+    let out = Raw::new(out, out_len)?;
+    disjoint(&out, &[input])?;
+    disjoint(&out, others)?;
+    // SAFETY: the caller's guarantee: each buffer valid for its length; `out` overlaps no input (checked above).
+    let (input, out) = unsafe { (input.as_slice(), out.as_mut_slice()) };
+    cb3_core::hash::one_shot(mode, input, out);
+    Ok(())
+}
+
+/// One-shot BLAKE3 hash of `input`: writes `out_len` output bytes (32 for
+/// the standard digest; any length, shorter outputs being prefixes of longer
+/// ones) to `out`, which must not overlap `input`. Single-threaded.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_hash(input: *const u8, input_len: usize, out: *mut u8, out_len: usize) -> cb3_result {
+    ffi_boundary(|| {
+        let input = Raw::new(input, input_len)?;
+        // SAFETY (both): the C caller's contract, each pointer valid for its length.
+        unsafe { one_shot(Mode::Hash, input, &[], out, out_len) }
+    })
+}
+
+/// One-shot keyed BLAKE3 (a MAC / PRF) of `input` under a 32-byte `key`
+/// (else `CB3_RESULT_INVALID_KEY_LENGTH`): writes `out_len` bytes to `out`,
+/// which must not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_keyed_hash(
+    key: *const u8,
+    key_len: usize,
+    input: *const u8,
+    input_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let key_raw = Raw::new(key, key_len)?;
+        // SAFETY (every pointer here): the C caller's contract, each pointer valid for its length for the call.
+        let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
+        let input = Raw::new(input, input_len)?;
+        // SAFETY: as above.
+        unsafe { one_shot(Mode::Keyed(key), input, &[key_raw], out, out_len) }
+    })
+}
+
+/// One-shot BLAKE3 key derivation: derives `out_len` bytes from
+/// `key_material` under the UTF-8 `context` string (`context_len` bytes, not
+/// NUL-terminated; invalid UTF-8 is `CB3_RESULT_INVALID_UTF8`). `out`
+/// must not overlap the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn cb3_blake3_derive_key(
+    context: *const u8,
+    context_len: usize,
+    key_material: *const u8,
+    key_material_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> cb3_result {
+    ffi_boundary(|| {
+        let context_raw = Raw::new(context, context_len)?;
+        // SAFETY (both): the C caller's contract, each pointer valid for its length.
+        let context = unsafe { context_str(context, context_len) }?;
+        let material = Raw::new(key_material, key_material_len)?;
+        unsafe { one_shot(Mode::DeriveKey(context), material, &[context_raw], out, out_len) }
+    })
+}

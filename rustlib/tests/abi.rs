@@ -4,9 +4,9 @@ mod common;
 
 use std::ptr;
 
-use cb3::ffi::aead::*;
+use cb3::aead::*;
 use cb3::cb3_result;
-use cb3::ffi::stream::*;
+use cb3::stream::*;
 use chacha20_blake3::ChaCha20Blake3;
 use common::bytes;
 
@@ -219,7 +219,7 @@ fn argument_errors() {
 
 #[test]
 fn result_messages_are_distinct() {
-    use cb3::ffi::errors::cb3_result_message;
+    use cb3::errors::cb3_result_message;
     let codes = [cb3_result::Ok, cb3_result::NullParameter, cb3_result::InvalidKeyLength, cb3_result::InvalidNonceLength,
         cb3_result::InvalidTagLength, cb3_result::InsufficientSize, cb3_result::OverlappingBuffers, cb3_result::DecryptionFailed,
         cb3_result::StreamExhausted, cb3_result::InvalidArgument, cb3_result::Panic, cb3_result::CounterOverflow,

@@ -8,7 +8,7 @@ mod common;
 use std::ptr;
 
 use cb3::cb3_result;
-use cb3::ffi::chacha20::*;
+use cb3::chacha20::*;
 use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use chacha20::{ChaCha12, ChaCha20, ChaCha20Legacy, ChaCha8, XChaCha12, XChaCha20, XChaCha8};
 use common::bytes;

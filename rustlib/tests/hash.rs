@@ -5,7 +5,7 @@ mod common;
 use std::ptr;
 
 use cb3::cb3_result;
-use cb3::ffi::hash::*;
+use cb3::hash::*;
 use common::bytes;
 
 const CONTEXT: &str = "cb3 2025 rustlib/tests/hash.rs context";

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use cb3::ffi::aead::*;
-use cb3::ffi::chacha20::*;
+use cb3::aead::*;
+use cb3::chacha20::*;
 use cb3::cb3_result;
-use cb3::ffi::hash::*;
+use cb3::hash::*;
 use cb3::cb3_set_wait_hooks;
-use cb3::ffi::stream::*;
+use cb3::stream::*;
 
 const KEY: [u8; 32] = [7; 32];
 const NONCE: [u8; 24] = [9; 24];

@@ -8,9 +8,9 @@
 
 use std::mem::size_of;
 
-use cb3::ffi::aead::{cb3_aead, cb3_aead_encrypt, cb3_aead_new, cb3_aead_new_with_threads};
-use cb3::ffi::errors::cb3_result;
-use cb3::ffi::stream::{cb3_stream, cb3_stream_encrypt, cb3_stream_new};
+use cb3::aead::{cb3_aead, cb3_aead_encrypt, cb3_aead_new, cb3_aead_new_with_threads};
+use cb3::errors::cb3_result;
+use cb3::stream::{cb3_stream, cb3_stream_encrypt, cb3_stream_new};
 
 /// A secret no other code would produce.
 fn secret(n: usize, tag: u8) -> Vec<u8> {
@@ -73,7 +73,7 @@ fn stream_key_and_nonce_are_wiped_when_freed() {
 
 #[test]
 fn chacha_key_is_wiped_when_freed() {
-    use cb3::ffi::chacha20::{cb3_chacha, cb3_chacha_apply, cb3_chacha_new};
+    use cb3::chacha20::{cb3_chacha, cb3_chacha_apply, cb3_chacha_new};
     for (nonce_len, rounds) in [(8usize, 20u32), (12, 12), (24, 8)] {
         let key = secret(32, 0x6B ^ nonce_len as u8);
         let nonce = secret(nonce_len, 0x11);
@@ -91,7 +91,7 @@ fn chacha_key_is_wiped_when_freed() {
 
 #[test]
 fn keyed_hasher_key_is_wiped_when_freed() {
-    use cb3::ffi::hash::{cb3_blake3, cb3_blake3_finalize, cb3_blake3_new_keyed, cb3_blake3_update};
+    use cb3::hash::{cb3_blake3, cb3_blake3_finalize, cb3_blake3_new_keyed, cb3_blake3_update};
     for max_threads in [1usize, 2] {
         let key = secret(32, 0x3D);
         let mut hasher: *mut cb3_blake3 = std::ptr::null_mut();

@@ -19,8 +19,8 @@
 
 mod common;
 
-use cb3::ffi::aead::*;
-use cb3::ffi::errors::cb3_result;
+use cb3::aead::*;
+use cb3::errors::cb3_result;
 use common::{crate_cipher, parse, Control, Region};
 use libfuzzer_sys::fuzz_target;
 

@@ -11,9 +11,9 @@
 
 mod common;
 
-use cb3::ffi::aead::*;
-use cb3::ffi::errors::cb3_result;
-use cb3::ffi::stream::*;
+use cb3::aead::*;
+use cb3::errors::cb3_result;
+use cb3::stream::*;
 use common::{crate_cipher, expand, nonce_for, parse};
 use libfuzzer_sys::fuzz_target;
 

@@ -1,6 +1,5 @@
 //! The rest of the C ABI with fuzzer-chosen arguments: cb3_result_message
-//! on any integer, cb3_version, cb3_simd_backend, cb3_bench_reference with
-//! any mode and out-of-range lengths, and the constructors with wrong key
+//! on any integer, cb3_version, cb3_simd_backend, and the constructors with wrong key
 //! and nonce lengths and NULL pointers. Each must return what cb3.h
 //! documents (and allocate nothing on failure: LeakSanitizer checks).
 #![no_main]
@@ -9,11 +8,10 @@ mod common;
 
 use std::ffi::CStr;
 
-use cb3::ffi::aead::*;
-use cb3::ffi::bench::cb3_bench_reference;
-use cb3::ffi::errors::{cb3_result, cb3_result_message};
-use cb3::ffi::info::{cb3_simd_backend, cb3_version};
-use cb3::ffi::stream::*;
+use cb3::aead::*;
+use cb3::errors::{cb3_result, cb3_result_message};
+use cb3::info::{cb3_simd_backend, cb3_version};
+use cb3::stream::*;
 use common::Control;
 use libfuzzer_sys::fuzz_target;
 
@@ -31,26 +29,6 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(message == "unknown cb3_result code", !known, "code {code}: {message}");
     assert!(!text(cb3_version()).is_empty());
     assert!(["avx512", "avx2", "sse4.1", "sse2", "neon", "portable"].contains(&text(cb3_simd_backend()).as_str()));
-
-    // cb3_bench_reference: short runs, or arguments it must refuse.
-    let mode = if c.u8() < 200 { c.below(7) as u32 } else { c.u32() };
-    let len = if c.u8() < 220 { c.below(2048) } else { (1usize << 30) + 1 + c.below(1 << 20) * 4096 };
-    let iterations = c.below(3) as u64;
-    let mut elapsed = 7u64;
-    let out: *mut u64 = if c.u8() < 250 { &mut elapsed } else { std::ptr::null_mut() };
-    let r = unsafe { cb3_bench_reference(mode, len, iterations, out) };
-    let mut failures = Vec::new();
-    if out.is_null() {
-        failures.push(cb3_result::NullParameter);
-    }
-    if mode > 6 || len > 1 << 30 || iterations == 0 {  // modes 0-6: cb3.h's cb3_bench_mode
-        failures.push(cb3_result::InvalidArgument);
-    }
-    if failures.is_empty() {
-        assert_eq!(r, cb3_result::Ok);
-    } else {
-        assert!(failures.contains(&r) && elapsed == 7, "bench_reference({mode}, {len}, {iterations}): {r:?}");
-    }
 
     // Constructors.
     let key: Vec<u8> = c.bytes(64).to_vec();

@@ -10,9 +10,9 @@
 
 mod common;
 
-use cb3::ffi::errors::cb3_result;
-use cb3::ffi::aead::cb3_output_mode;
-use cb3::ffi::stream::*;
+use cb3::errors::cb3_result;
+use cb3::aead::cb3_output_mode;
+use cb3::stream::*;
 use common::{crate_cipher, nonce_for, parse};
 use libfuzzer_sys::fuzz_target;
 

@@ -12,12 +12,12 @@
 
 /// The most blocks `xor` handles: longer runs go to the crate's 16-wide
 /// backends.
-pub(crate) const MAX_BLOCKS: usize = 4;
+pub const MAX_BLOCKS: usize = 4;
 
 /// `out = input XOR keystream` (`out ^= keystream` when `input` is None),
 /// the keystream of (`key`, `nonce`) from block `counter` on; `out` is at
 /// most `MAX_BLOCKS` blocks.
-pub(crate) fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&[u8]>, out: &mut [u8]) {
+pub fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&[u8]>, out: &mut [u8]) {
     assert!(out.len() <= MAX_BLOCKS * 64 && input.is_none_or(|input| input.len() == out.len()));
     #[cfg(target_arch = "x86_64")]
     {
@@ -35,7 +35,7 @@ pub(crate) fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&
         let count = out.len().div_ceil(64);
         core.write_keystream_blocks(&mut blocks[..count]);
         let keystream = chacha20::cipher::array::Array::slice_as_flattened(&blocks[..count]);
-        crate::ffi::buffers::xor_keystream(out, input, keystream);
+        crate::xor::xor_keystream(out, input, keystream);
         for block in &mut blocks[..count] {
             crate::wipe::wipe_bytes(block);
         }
@@ -43,7 +43,7 @@ pub(crate) fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) mod x86 {
+pub mod x86 {
     use std::arch::x86_64::*;
 
     macro_rules! rotl_sse2 {
@@ -87,7 +87,7 @@ pub(crate) mod x86 {
     macro_rules! blocks_fn {
         ($(#[$attr:meta])* $name:ident, $rotl:ident) => {
             $(#[$attr])*
-            pub(crate) unsafe fn $name<const N: usize>(key: &[u8; 32], nonce: &[u8; 8], counter: u64, src: *const u8, dst: *mut u8, len: usize) {
+            pub unsafe fn $name<const N: usize>(key: &[u8; 32], nonce: &[u8; 8], counter: u64, src: *const u8, dst: *mut u8, len: usize) {
                 // SAFETY: the caller's contract (`x86::xor`'s): `src` and
                 // `dst` hold `len` bytes; the CPU has this function's features.
                 unsafe {
@@ -166,7 +166,7 @@ pub(crate) mod x86 {
     /// `src` (which may be `dst`) and `dst` hold `len` bytes, at most
     /// `MAX_BLOCKS` blocks; `avx512`: the CPU has AVX-512F and AVX-512VL.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, src: *const u8, dst: *mut u8, len: usize, avx512: bool) {
+    pub unsafe fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, src: *const u8, dst: *mut u8, len: usize, avx512: bool) {
         // SAFETY: the caller's contract.
         unsafe {
             match (len.div_ceil(64), avx512) {
@@ -185,7 +185,7 @@ pub(crate) mod x86 {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+pub mod tests {
     use super::*;
     use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 
@@ -199,7 +199,7 @@ pub(crate) mod tests {
     }
 
     /// A xorshift stream, for keys, nonces and data.
-    pub(crate) fn random(state: &mut u64, len: usize) -> Vec<u8> {
+    pub fn random(state: &mut u64, len: usize) -> Vec<u8> {
         (0..len)
             .map(|_| {
                 *state ^= *state << 13;

@@ -1,5 +1,6 @@
-//! The one result enum of the C ABI, its messages, and the panic boundary
-//! that every exported function runs inside.
+//! The one result enum of the C ABI, its messages, the mapping of the
+//! engine's errors to it, and the panic boundary that every exported
+//! function runs inside.
 
 use std::panic::{catch_unwind, UnwindSafe};
 
@@ -159,6 +160,32 @@ pub extern "C" fn cb3_result_message(result: std::ffi::c_uint) -> *const std::ff
 }
 
 pub type Cb3Result<T> = Result<T, cb3_result>;
+
+/// The one mapping of the engine's errors to result codes.
+impl From<cb3_core::Error> for cb3_result {
+    fn from(error: cb3_core::Error) -> Self {
+        use cb3_core::Error;
+        match error {
+            Error::InvalidKeyLength => cb3_result::InvalidKeyLength,
+            Error::InvalidNonceLength => cb3_result::InvalidNonceLength,
+            Error::InvalidTagLength => cb3_result::InvalidTagLength,
+            Error::InsufficientSize => cb3_result::InsufficientSize,
+            Error::DecryptionFailed => cb3_result::DecryptionFailed,
+            Error::StreamExhausted => cb3_result::StreamExhausted,
+            Error::InvalidArgument => cb3_result::InvalidArgument,
+            Error::Panic => cb3_result::Panic,
+            Error::CounterOverflow => cb3_result::CounterOverflow,
+            Error::Io => cb3_result::IoError,
+            Error::OutOfMemory => cb3_result::OutOfMemory,
+            Error::Interrupted => cb3_result::Interrupted,
+            Error::InvalidRounds => cb3_result::InvalidRounds,
+            Error::InvalidCounter => cb3_result::InvalidCounter,
+            Error::InvalidPosition => cb3_result::InvalidPosition,
+            Error::InvalidUtf8 => cb3_result::InvalidUtf8,
+            Error::InvalidHeader => cb3_result::InvalidHeader,
+        }
+    }
+}
 
 /// Runs `f`, turning a panic into `CB3_RESULT_PANIC` so that no unwind ever
 /// crosses the C boundary.

@@ -26,11 +26,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
-use crate::ffi::errors::{cb3_result, Cb3Result};
+use crate::error::{Error, Result};
 
 /// AEAD messages shorter than this stay on the calling thread: below it,
 /// waking the pool costs more than the split saves.
-pub(crate) const PARALLEL_MIN: usize = 1 << 20;
+pub const PARALLEL_MIN: usize = 1 << 20;
 
 /// The cores this process may use (its CPU affinity and cgroup quota, as
 /// `std::thread::available_parallelism` reports them; 1 if unknown),
@@ -150,7 +150,7 @@ pub fn segment_len(len: usize, threads: usize) -> usize {
 /// `broadcast` 28-38 us. Here the caller starts at once, the helpers take
 /// tasks whenever they wake, and a helper that wakes after the last task is
 /// taken touches nothing.
-pub(crate) struct Workers {
+pub struct Workers {
     pool: Option<Arc<ThreadPool>>,
     threads: usize,
 }
@@ -169,10 +169,10 @@ struct Shared {
     /// A task failed or panicked: no thread takes another.
     failed: AtomicBool,
     /// The first task failure.
-    failure: Mutex<Option<cb3_result>>,
+    failure: Mutex<Option<Error>>,
     /// A task panicked on a helper.
     panicked: AtomicBool,
-    task: *const (dyn Fn(usize) -> Cb3Result<()> + Sync + 'static),
+    task: *const (dyn Fn(usize) -> Result<()> + Sync + 'static),
 }
 
 // SAFETY: `task` is Sync and is dereferenced only under the `state` protocol
@@ -184,7 +184,7 @@ const CLOSED: usize = 1 << (usize::BITS - 1);
 
 impl Shared {
     /// Runs tasks until none is left or one has failed; keeps the first failure.
-    fn take_all(&self, task: &(dyn Fn(usize) -> Cb3Result<()> + Sync)) {
+    fn take_all(&self, task: &(dyn Fn(usize) -> Result<()> + Sync)) {
         while !self.failed.load(Ordering::Relaxed) {
             let index = self.next.fetch_add(1, Ordering::Relaxed);
             if index >= self.count {
@@ -224,17 +224,17 @@ impl Shared {
 
 impl Workers {
     /// The calling thread alone.
-    pub(crate) const ONE: Workers = Workers { pool: None, threads: 1 };
+    pub const ONE: Workers = Workers { pool: None, threads: 1 };
 
     /// For an AEAD message of `len` bytes: `pool`'s threads from
     /// `PARALLEL_MIN` bytes on, else the calling thread alone.
-    pub(crate) fn for_len(pool: Option<&LazyPool>, len: usize) -> Self {
+    pub fn for_len(pool: Option<&LazyPool>, len: usize) -> Self {
         Workers::of(pool.filter(|_| len >= PARALLEL_MIN))
     }
 
     /// `pool`'s threads (if it is given and can be built), else the calling
     /// thread alone.
-    pub(crate) fn of(pool: Option<&LazyPool>) -> Self {
+    pub fn of(pool: Option<&LazyPool>) -> Self {
         match pool.and_then(LazyPool::get) {
             Some(pool) => Workers { threads: pool.current_num_threads(), pool: Some(pool) },
             None => Workers::ONE,
@@ -244,12 +244,12 @@ impl Workers {
     /// `threads` shares of the work, all run by the calling thread (tests:
     /// the same split as with a pool of that many threads).
     #[cfg(test)]
-    pub(crate) fn split_only(threads: usize) -> Self {
+    pub fn split_only(threads: usize) -> Self {
         Workers { pool: None, threads }
     }
 
     /// How many threads the work is split for.
-    pub(crate) fn threads(&self) -> usize {
+    pub fn threads(&self) -> usize {
         self.threads
     }
 
@@ -258,14 +258,14 @@ impl Workers {
     /// after a task fails (tasks not yet started are skipped) with the first
     /// failure. A panic on the calling thread resumes after the helpers have
     /// left; a panic on a helper returns `Panic`.
-    pub(crate) fn each(&self, count: usize, task: &(dyn Fn(usize) -> Cb3Result<()> + Sync)) -> Cb3Result<()> {
+    pub fn each(&self, count: usize, task: &(dyn Fn(usize) -> Result<()> + Sync)) -> Result<()> {
         let Some(pool) = self.pool.as_ref().filter(|_| count > 1 && self.threads > 1) else {
             return (0..count).try_for_each(task);
         };
         // SAFETY: only the lifetime is erased; `Shared` documents why the
         // pointer is never used after this call returns.
-        let erased: *const (dyn Fn(usize) -> Cb3Result<()> + Sync + 'static) =
-            unsafe { std::mem::transmute(task as *const (dyn Fn(usize) -> Cb3Result<()> + Sync + '_)) };
+        let erased: *const (dyn Fn(usize) -> Result<()> + Sync + 'static) =
+            unsafe { std::mem::transmute(task as *const (dyn Fn(usize) -> Result<()> + Sync + '_)) };
         let shared = Arc::new(Shared {
             next: AtomicUsize::new(0),
             count,
@@ -298,7 +298,7 @@ impl Workers {
             resume_unwind(payload);
         }
         if shared.panicked.load(Ordering::Relaxed) {
-            return Err(cb3_result::Panic);
+            return Err(Error::Panic);
         }
         let failure = *shared.failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         failure.map_or(Ok(()), Err)
@@ -372,7 +372,7 @@ mod tests {
             wait_for(&helped);
             Ok(())
         };
-        assert_eq!(workers.each(8, &task), Err(cb3_result::Panic));
+        assert_eq!(workers.each(8, &task), Err(Error::Panic));
         // The pool still works.
         assert_eq!(workers.each(8, &|_| Ok(())), Ok(()));
     }
@@ -384,12 +384,12 @@ mod tests {
             let task = |index: usize| {
                 runs.fetch_add(1, Ordering::Relaxed);
                 if index == 0 {
-                    return Err(cb3_result::OutOfMemory);
+                    return Err(Error::OutOfMemory);
                 }
                 std::thread::sleep(Duration::from_millis(1));
                 Ok(())
             };
-            assert_eq!(workers.each(1000, &task), Err(cb3_result::OutOfMemory));
+            assert_eq!(workers.each(1000, &task), Err(Error::OutOfMemory));
             // Task 0 fails at once; each thread finishes at most the task it had.
             assert!(runs.load(Ordering::Relaxed) <= 1 + workers.threads(), "{} tasks ran", runs.load(Ordering::Relaxed));
         }

@@ -34,7 +34,7 @@ use std::ptr::{addr_of, addr_of_mut};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-use crate::ffi::errors::{cb3_result, Cb3Result};
+use crate::errors::{cb3_result, Cb3Result};
 
 /// A type of object made and freed through the C ABI.
 pub trait Object {
@@ -50,7 +50,7 @@ pub trait Object {
 }
 
 // (The other types implement it next to their definitions.)
-impl Object for crate::ffi::aead::cb3_aead {
+impl Object for crate::aead::cb3_aead {
     const MAGIC: u64 = u64::from_le_bytes(*b"cb3:aead");
     const NAME: &'static str = "cb3_aead";
 }
@@ -116,7 +116,7 @@ pub enum cb3_object_kind {
 /// `__pypy__.add_memory_pressure`).
 #[no_mangle]
 pub extern "C" fn cb3_object_size(kind: c_uint) -> usize {
-    use crate::ffi::{aead::cb3_aead, chacha20::cb3_chacha, chunked::cb3_chunked, hash::cb3_blake3, stream::cb3_stream};
+    use crate::{aead::cb3_aead, chacha20::cb3_chacha, chunked::cb3_chunked, hash::cb3_blake3, stream::cb3_stream};
     const KINDS: [(cb3_object_kind, usize); 5] = [
         (cb3_object_kind::Aead, size_of::<Tagged<cb3_aead>>()),
         (cb3_object_kind::Stream, size_of::<Tagged<cb3_stream>>()),

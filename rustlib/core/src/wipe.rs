@@ -18,9 +18,9 @@
 /// copy found on x86_64 was 2 KiB down; on aarch64 (larger frames) copies
 /// were found 4-8 KiB down.
 #[cfg(target_arch = "aarch64")]
-pub(crate) const SCRUB_BYTES: usize = 16 * 1024;
+pub const SCRUB_BYTES: usize = 16 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
-pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
+pub const SCRUB_BYTES: usize = 4 * 1024;
 
 /// For the AEAD's direct path (`aead::scrub_direct`), by class of message
 /// (`aead::scrub_class`: short, i.e. at most four ChaCha blocks staged in
@@ -34,16 +34,16 @@ pub(crate) const SCRUB_BYTES: usize = 4 * 1024;
 /// 2432-3024 and 5912-6232. aarch64 (larger frames) keeps `SCRUB_BYTES` and
 /// `WIDE_SCRUB_BYTES`.
 #[cfg(target_arch = "aarch64")]
-pub(crate) const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[SCRUB_BYTES, SCRUB_BYTES, WIDE_SCRUB_BYTES]; 2];
+pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[SCRUB_BYTES, SCRUB_BYTES, WIDE_SCRUB_BYTES]; 2];
 #[cfg(not(target_arch = "aarch64"))]
-pub(crate) const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 7 * 1024]];
+pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 7 * 1024]];
 
 /// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
 /// chaining values and blake3's frames).
 #[cfg(target_arch = "aarch64")]
-pub(crate) const WIDE_SCRUB_BYTES: usize = 32 * 1024;
+pub const WIDE_SCRUB_BYTES: usize = 32 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
-pub(crate) const WIDE_SCRUB_BYTES: usize = 12 * 1024;
+pub const WIDE_SCRUB_BYTES: usize = 12 * 1024;
 
 /// For pool threads and calls over large inputs, whose frames go deeper
 /// (BLAKE3's subtree recursion, rayon's joins).
@@ -103,7 +103,7 @@ pub fn wipe<T: Copy>(value: &mut T) {
 
 /// Measuring how deep a call writes the stack (for the scrub depths' tests).
 #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub(crate) mod probe {
+pub mod probe {
     /// Bytes of stack the probe paints and reads back.
     const PROBE: usize = 64 * 1024;
     const PAINT: u8 = 0xA5;

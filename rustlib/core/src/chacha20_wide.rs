@@ -14,14 +14,14 @@
 //! crate's backends stay on CPUs without AVX2 and on other targets.
 
 /// Blocks per unit: `xor` handles whole units only.
-pub(crate) const UNIT_BLOCKS: usize = 16;
+pub const UNIT_BLOCKS: usize = 16;
 /// Bytes per unit.
-pub(crate) const UNIT_BYTES: usize = UNIT_BLOCKS * 64;
+pub const UNIT_BYTES: usize = UNIT_BLOCKS * 64;
 
 /// The nonce, which also fixes the layout of the state's last row.
 #[derive(Clone, Copy)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the x86_64 kernel reads the nonce
-pub(crate) enum Nonce<'a> {
+pub enum Nonce<'a> {
     /// The original (DJB) layout: words 12-13 a 64-bit block counter
     /// (wrapping at 2^64, as the crate's does), 14-15 the nonce.
     Djb(&'a [u8; 8]),
@@ -33,14 +33,14 @@ pub(crate) enum Nonce<'a> {
 /// The kernels, by the widest vectors they use.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // no kernel runs there
-pub(crate) enum Kernel {
+pub enum Kernel {
     Avx2,
     Avx512,
 }
 
 /// The kernel this CPU runs: AVX-512 where cb3 uses it (`info::avx512`),
 /// else AVX2; None without AVX2 (the callers then keep the crate).
-pub(crate) fn kernel() -> Option<Kernel> {
+pub fn kernel() -> Option<Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
         if crate::info::avx512() {
@@ -54,7 +54,7 @@ pub(crate) fn kernel() -> Option<Kernel> {
 }
 
 /// Whether `xor` runs on this CPU.
-pub(crate) fn available() -> bool {
+pub fn available() -> bool {
     kernel().is_some()
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn available() -> bool {
 /// with `double_rounds` double rounds (10 for ChaCha20) from block `counter`
 /// on. Returns the bytes done: `out.len()` rounded down to a multiple of
 /// `UNIT_BYTES`, or 0 where not `available()`.
-pub(crate) fn xor(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, double_rounds: usize, input: Option<&[u8]>, out: &mut [u8]) -> usize {
+pub fn xor(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, double_rounds: usize, input: Option<&[u8]>, out: &mut [u8]) -> usize {
     xor_copying(key, nonce, counter, double_rounds, input, out, None)
 }
 
@@ -71,7 +71,7 @@ pub(crate) fn xor(key: &[u8; 32], nonce: Nonce<'_>, counter: u64, double_rounds:
 /// long as the bytes done) from the same register: the AEAD's private piece
 /// and the caller's output in one pass, where a copy of one into the other
 /// would be a second pass over both.
-pub(crate) fn xor_copying(
+pub fn xor_copying(
     key: &[u8; 32],
     nonce: Nonce<'_>,
     counter: u64,
@@ -149,7 +149,7 @@ unsafe fn xor_with(
 /// vector one per pass (`first`): 36 of the 960 vector operations of 16
 /// blocks' ChaCha20 rounds. The bytes are the same.
 #[cfg(target_arch = "x86_64")]
-pub(crate) struct State {
+pub struct State {
     words: [u32; 16],
     /// Word 13 is the same in all the call's blocks.
     high_uniform: bool,

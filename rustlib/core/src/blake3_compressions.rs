@@ -29,10 +29,10 @@ use blake3::IncrementCounter;
 
 use crate::wipe::{wipe, wipe_bytes};
 
-pub(crate) const CHUNK_LEN: usize = 1024;
+pub const CHUNK_LEN: usize = 1024;
 const BLOCK_LEN: usize = 64;
 /// The longest input `hash` takes.
-pub(crate) const MAX_INPUT: usize = MAX_CHUNKS * CHUNK_LEN;
+pub const MAX_INPUT: usize = MAX_CHUNKS * CHUNK_LEN;
 const MAX_CHUNKS: usize = 64;
 
 // Domain-separation flags (BLAKE3 specification, table 3).
@@ -40,10 +40,10 @@ const CHUNK_START: u8 = 1 << 0;
 const CHUNK_END: u8 = 1 << 1;
 const PARENT: u8 = 1 << 2;
 const ROOT: u8 = 1 << 3;
-pub(crate) const KEYED_HASH: u8 = 1 << 4;
+pub const KEYED_HASH: u8 = 1 << 4;
 
 /// The BLAKE3 IV (the key words of the unkeyed mode).
-pub(crate) const IV: [u32; 8] = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19];
+pub const IV: [u32; 8] = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19];
 
 /// The compression functions of this CPU (detected once).
 pub fn platform() -> Platform {

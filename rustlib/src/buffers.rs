@@ -9,7 +9,9 @@
 //! only alias an input where a function explicitly allows it (exact in-place),
 //! and that case is then handled with a single `&mut [u8]`.
 
-use crate::ffi::errors::{cb3_result, Cb3Result};
+use cb3_core::chacha20::Source;
+
+use crate::errors::{cb3_result, Cb3Result};
 
 /// A raw `(pointer, length)` pair as it arrives from C.
 #[derive(Clone, Copy)]
@@ -120,34 +122,6 @@ pub unsafe fn store<T>(out: *mut T, value: T) {
     if !out.is_null() {
         // SAFETY: not NULL, and the caller guarantees it is valid for a write.
         unsafe { out.write(value) };
-    }
-}
-
-/// Where the data of an operation comes from: already in the output buffer
-/// (in place) or in a separate, non-overlapping input.
-#[derive(Clone, Copy)]
-pub enum Source<'a> {
-    InPlace,
-    Separate(&'a [u8]),
-}
-
-impl<'a> Source<'a> {
-    /// The input bytes of the output's `range`: None in place (the output
-    /// holds them).
-    pub fn input(&self, range: std::ops::Range<usize>) -> Option<&'a [u8]> {
-        match *self {
-            Source::InPlace => None,
-            Source::Separate(input) => Some(&input[range]),
-        }
-    }
-}
-
-/// `out = input XOR keystream` (`out ^= keystream` when `input` is None),
-/// as zips of flat slices, which the compiler turns into SIMD loops.
-pub fn xor_keystream(out: &mut [u8], input: Option<&[u8]>, keystream: &[u8]) {
-    match input {
-        Some(input) => out.iter_mut().zip(input).zip(keystream).for_each(|((o, i), k)| *o = i ^ k),
-        None => out.iter_mut().zip(keystream).for_each(|(o, k)| *o ^= k),
     }
 }
 
