@@ -10,9 +10,8 @@ use cb3_core::aead::{open, seal, Output};
 use cb3_core::chacha20::Source;
 
 use crate::buffers::{data_and_output, disjoint, fixed, store, Raw};
-use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, ffi_boundary_with_key, Cb3Result};
 use cb3_core::parallel::{self, LazyPool};
-use cb3_core::wipe::scrub_stack;
 
 /// Key size of ChaCha20-BLAKE3 in bytes: `key_len` must equal it.
 pub const CB3_KEY_SIZE: usize = 32;
@@ -228,13 +227,11 @@ pub unsafe extern "C" fn cb3_aead_new_with_threads(
     max_threads: usize,
     aead_out: *mut *mut cb3_aead,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY: the C caller's contract: `key` is NULL or valid for `key_len` bytes.
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         // SAFETY: the C caller's contract: `aead_out` is NULL or valid for a write.
-        let made = unsafe { crate::object::give(cb3_aead::new(key, max_threads), aead_out) };
-        scrub_stack();
-        made
+        unsafe { crate::object::give(cb3_aead::new(key, max_threads), aead_out) }
     })
 }
 

@@ -4,7 +4,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use cb3_core::chacha20::{hchacha20, Engine};
 use crate::buffers::{data_and_output, disjoint, fixed, store, Raw};
-use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, ffi_boundary_with_key};
 use crate::object::{self, Object};
 use cb3_core::wipe::scrub_stack;
 
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn cb3_chacha_new(
     rounds: u32,
     chacha_out: *mut *mut cb3_chacha,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY (every raw pointer of an exported function): the C caller's
         // contract in cb3.h, each pointer valid for its length for the call.
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
@@ -73,9 +73,7 @@ pub unsafe extern "C" fn cb3_chacha_new(
         }
         let engine = Engine::new(rounds, key, nonce, counter)?;
         // SAFETY: `chacha_out` is not NULL and valid for a write (the contract).
-        let made = unsafe { object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out) };
-        scrub_stack(); // the key was copied and moved through these frames
-        made
+        unsafe { object::give(cb3_chacha { engine: Mutex::new(engine) }, chacha_out) }
     })
 }
 
@@ -196,7 +194,7 @@ pub unsafe extern "C" fn cb3_hchacha20(
     out: *mut u8,
     out_len: usize,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         let key_raw = Raw::new(key, key_len)?;
         let nonce_raw = Raw::new(nonce, nonce_len)?;
         // SAFETY: the C caller's contract, each pointer valid for its length.

@@ -2,7 +2,7 @@
 
 use cb3_core::chunked::{check_chunk_size, Chunked, Header, HeaderFault, HeaderRule};
 use crate::buffers::{disjoint, fixed, store, Raw};
-use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, ffi_boundary_with_key, Cb3Result};
 use crate::object::{self, Object};
 
 /// Bytes of the stream header: magic (7), version (1), chunk size (4, big
@@ -240,7 +240,7 @@ pub unsafe extern "C" fn cb3_chunked_new(
     max_threads: usize,
     chunked_out: *mut *mut cb3_chunked,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY (every raw pointer of an exported function): the C caller's
         // contract in cb3.h, each pointer valid for its length for the call.
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;

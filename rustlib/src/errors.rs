@@ -200,6 +200,22 @@ where
     }
 }
 
+/// [`ffi_boundary`] for functions that copy a key (the constructors and
+/// one-shot keyed calls): the stack below the export's own frame is zeroed
+/// after the boundary returns, so the copies left in the frames of the
+/// closure and of the unwinding machinery are wiped too, not just those
+/// below a scrub made from inside the closure. Always inlined: the scrub
+/// then starts right below the export's own frame.
+#[inline(always)]
+pub fn ffi_boundary_with_key<F>(f: F) -> cb3_result
+where
+    F: FnOnce() -> Cb3Result<()> + UnwindSafe,
+{
+    let result = ffi_boundary(f);
+    cb3_core::wipe::scrub_stack();
+    result
+}
+
 /// Like [`ffi_boundary`] for functions that cannot fail except by a bug:
 /// a panic yields `default`.
 pub fn ffi_boundary_or<T, F>(default: T, f: F) -> T

@@ -10,7 +10,7 @@ use cb3_core::wipe::scrub_stack;
 use zeroize::Zeroize;
 
 use crate::buffers::{disjoint, fixed, store, Raw};
-use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, ffi_boundary_with_key, Cb3Result};
 use crate::object::{self, process_id, Object};
 
 /// The default BLAKE3 output size in bytes (any length can be requested).
@@ -161,14 +161,12 @@ pub unsafe extern "C" fn cb3_blake3_new_keyed(
     max_threads: usize,
     hasher_out: *mut *mut cb3_blake3,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY (every raw pointer of an exported function): the C caller's
         // contract in cb3.h, each pointer valid for its length for the call.
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
         // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
-        let made = unsafe { give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out) };
-        scrub_stack(); // the Hasher (holding the key) was moved through these frames
-        made
+        unsafe { give_hasher(blake3::Hasher::new_keyed(key), max_threads, hasher_out) }
     })
 }
 
@@ -184,7 +182,7 @@ pub unsafe extern "C" fn cb3_blake3_new_derive_key(
     max_threads: usize,
     hasher_out: *mut *mut cb3_blake3,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY: the C caller's contract, each pointer valid for its length.
         let context = unsafe { context_str(context, context_len) }?;
         // SAFETY: the contract: `hasher_out` is NULL or valid for a write.
@@ -197,7 +195,7 @@ pub unsafe extern "C" fn cb3_blake3_new_derive_key(
 /// is not written.
 #[no_mangle]
 pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *mut *mut cb3_blake3) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY: the C caller's contract (a cb3_blake3 pointer or NULL).
         let hasher = unsafe { hasher_ref(hasher) }?;
         if copy_out.is_null() {
@@ -206,9 +204,7 @@ pub unsafe extern "C" fn cb3_blake3_copy(hasher: *const cb3_blake3, copy_out: *m
         let state = hasher.lock()?.clone();
         // SAFETY: `copy_out` is not NULL and valid for a write (the contract). The copy is built in the
         // call's argument, not in a local of this frame, which scrub_stack would not reach.
-        let made = unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state) }, copy_out) };
-        scrub_stack(); // the cloned state (holding a keyed hasher's key) was moved through these frames
-        made
+        unsafe { object::give(cb3_blake3 { hasher: Mutex::new(state) }, copy_out) }
     })
 }
 

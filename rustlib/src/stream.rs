@@ -8,7 +8,7 @@ use cb3_core::stream::Stream;
 
 use crate::aead::{open_combined, output_from_mode, seal_combined};
 use crate::buffers::{fixed, store, Raw};
-use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, Cb3Result};
+use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or, ffi_boundary_with_key, Cb3Result};
 use crate::object::{self, Object};
 
 /// A sequence of ChaCha20-BLAKE3 messages under one key with counter nonces.
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn cb3_stream_new(
     message_index: u64,
     stream_out: *mut *mut cb3_stream,
 ) -> cb3_result {
-    ffi_boundary(|| {
+    ffi_boundary_with_key(|| {
         // SAFETY (every raw pointer of an exported function): the C caller's
         // contract in cb3.h, each pointer valid for its length for the call.
         let key = unsafe { fixed::<32>(key, key_len, cb3_result::InvalidKeyLength) }?;
