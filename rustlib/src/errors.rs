@@ -200,20 +200,26 @@ where
     }
 }
 
-/// [`ffi_boundary`] for functions that copy a key (the constructors and
-/// one-shot keyed calls): the stack below the export's own frame is zeroed
-/// after the boundary returns, so the copies left in the frames of the
-/// closure and of the unwinding machinery are wiped too, not just those
-/// below a scrub made from inside the closure. Always inlined: the scrub
-/// then starts right below the export's own frame.
+/// [`ffi_boundary`] for functions that copy a key (the constructors): `f`
+/// runs in a frame of its own below the export's (`in_own_frame`), and the
+/// stack below the export's frame is zeroed once the boundary has returned,
+/// so every frame that held a copy of the key is wiped. (A scrub from inside
+/// `f` misses `f`'s own frame, and the boundary alone may inline `f` into
+/// the export's frame.)
 #[inline(always)]
 pub fn ffi_boundary_with_key<F>(f: F) -> cb3_result
 where
     F: FnOnce() -> Cb3Result<()> + UnwindSafe,
 {
-    let result = ffi_boundary(f);
+    let result = ffi_boundary(|| in_own_frame(f));
     cb3_core::wipe::scrub_stack();
     result
+}
+
+/// Calls `f` in a frame of its own.
+#[inline(never)]
+fn in_own_frame<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 /// Like [`ffi_boundary`] for functions that cannot fail except by a bug:

@@ -106,3 +106,60 @@ fn keyed_hasher_key_is_wiped_when_freed() {
         assert!(!unsafe { survives_drop(hasher, &key) }, "key left in a freed cb3_blake3");
     }
 }
+
+/// Every constructor that takes a key leaves no copy of it in the dead stack
+/// frames below its caller: the frames of the panic-boundary closure and of
+/// the unwinding machinery included, which a scrub from inside the closure
+/// does not reach.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn constructors_leave_no_key_on_the_stack() {
+    use cb3::chacha20::{cb3_chacha, cb3_chacha_free, cb3_chacha_new};
+    use cb3::chunked::{cb3_chunked, cb3_chunked_free, cb3_chunked_header_encode, cb3_chunked_new};
+    use cb3::hash::{cb3_blake3, cb3_blake3_free, cb3_blake3_new_keyed};
+    use cb3::stream::cb3_stream_free;
+    use cb3_core::wipe::probe;
+
+    let key = secret(32, 0x3C);
+    let nonce = [7u8; 24];
+    let mut header = [0u8; 27];
+    let r = unsafe { cb3_chunked_header_encode([9u8; 15].as_ptr(), 15, 65536, header.as_mut_ptr(), 27) };
+    assert_eq!(r, cb3_result::Ok);
+    let cases: Vec<(&str, Box<dyn Fn()>)> = vec![
+        ("cb3_aead_new_with_threads", Box::new(|| {
+            let mut aead: *mut cb3_aead = std::ptr::null_mut();
+            assert_eq!(unsafe { cb3_aead_new_with_threads(key.as_ptr(), 32, 2, &mut aead) }, cb3_result::Ok);
+            unsafe { cb3::aead::cb3_aead_free(aead) };
+        })),
+        ("cb3_stream_new", Box::new(|| {
+            let mut stream: *mut cb3_stream = std::ptr::null_mut();
+            assert_eq!(unsafe { cb3_stream_new(key.as_ptr(), 32, nonce.as_ptr(), 24, 0, &mut stream) }, cb3_result::Ok);
+            unsafe { cb3_stream_free(stream) };
+        })),
+        ("cb3_chunked_new", Box::new(|| {
+            let mut chunked: *mut cb3_chunked = std::ptr::null_mut();
+            let r = unsafe { cb3_chunked_new(key.as_ptr(), 32, header.as_ptr(), 27, std::ptr::null(), 0, 2, &mut chunked) };
+            assert_eq!(r, cb3_result::Ok);
+            unsafe { cb3_chunked_free(chunked) };
+        })),
+        ("cb3_chacha_new", Box::new(|| {
+            let mut chacha: *mut cb3_chacha = std::ptr::null_mut();
+            assert_eq!(unsafe { cb3_chacha_new(key.as_ptr(), 32, nonce.as_ptr(), 24, 0, 20, &mut chacha) }, cb3_result::Ok);
+            unsafe { cb3_chacha_free(chacha) };
+        })),
+        ("cb3_blake3_new_keyed", Box::new(|| {
+            let mut hasher: *mut cb3_blake3 = std::ptr::null_mut();
+            assert_eq!(unsafe { cb3_blake3_new_keyed(key.as_ptr(), 32, 1, &mut hasher) }, cb3_result::Ok);
+            unsafe { cb3_blake3_free(hasher) };
+        })),
+    ];
+    let mut left = Vec::new();
+    for (name, make) in cases {
+        let (stack, _) = probe::after(|| make());
+        let depth = probe::deepest_copy(&stack, &key);
+        if depth != 0 {
+            left.push(format!("{name}: {depth} bytes below the caller"));
+        }
+    }
+    assert!(left.is_empty(), "copies of the key left on the stack: {left:?}");
+}

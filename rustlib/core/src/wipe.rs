@@ -102,7 +102,7 @@ pub fn wipe<T: Copy>(value: &mut T) {
 }
 
 /// Measuring how deep a call writes the stack (for the scrub depths' tests).
-#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(all(any(test, feature = "probe"), any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod probe {
     /// Bytes of stack the probe paints and reads back.
     const PROBE: usize = 64 * 1024;
