@@ -29,7 +29,7 @@ QUICK_SIZES = [64, 1024, 65536, 1 << 20]
 class Case:
     name: str
     make: Callable[[int], Timer]
-    group: str = "aead"  # ratios compare a case with its group's cb3 reference
+    group: str = "aead"  # ratios compare a case with its group's cb3 baseline (BASELINE)
 
 
 #: The cb3 case each group's ratios are computed against.

@@ -45,7 +45,7 @@ from .machine import cpu_name, load_average
 def _compare(argv: list[str]) -> int:
     from . import calls, reference
 
-    parser = argparse.ArgumentParser(prog="measure.py compare", description=__doc__.split("\n\n")[1].split("\n")[2])
+    parser = argparse.ArgumentParser(prog="measure.py compare", description=calls.__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few sizes, short loops (a smoke run)")
     parser.add_argument("--sizes", help="comma-separated message sizes in bytes")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per case (default 5; quick: 2)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 
 from . import pages
 from .machine import cpu_family
@@ -82,7 +83,7 @@ def instruction_table(counts: dict[str, dict[str, dict[str, float]]]) -> list[st
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
-        print("usage: measure.py pypy-page OUT.md NOTE.txt [--instructions COUNTS.json] RUN.json...")
+        print("usage: measure.py pypy-page OUT.md NOTE.txt [--instructions COUNTS.json] RUN.json...", file=sys.stderr)
         return 2
     out_path, note_path, paths = argv[0], argv[1], argv[2:]
     counts = None
