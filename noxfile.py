@@ -233,7 +233,7 @@ def asv(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 
 @step("bench")
 def bench(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-    """python -m cb3 bench --quick; then valgrind starts in a background lane (the sanitizers step waits)."""
+    """python -m cb3 speed and measure.py compare --quick; then valgrind starts in a background lane (the sanitizers step waits)."""
     venv = primary_venv(opts)
     checks.bench(venv / "bin/python")
     if planned(s, "sanitizers"):

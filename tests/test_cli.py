@@ -1,10 +1,11 @@
 """`python -m cb3`: argparse subcommands, --help/-h/--version, exit codes,
-the C-API flags with and without `config`, a closed pipe, and `bench`
-naming the peers that are missing."""
+the C-API flags with and without `config`, a closed pipe, and `speed`:
+its table's shape and the peers that are missing (never a figure)."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from cb3.cli import COMMANDS, build_parser, main
 # The subprocesses must import the cb3 under test (see test_b3sum.py).
 CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": CB3_PARENT}
-SUBCOMMANDS = ["selftest", "bench", "b3sum", "encrypt", "decrypt", "keygen", "config"]
+SUBCOMMANDS = ["selftest", "speed", "b3sum", "encrypt", "decrypt", "keygen", "config"]
 
 
 def python_m_cb3(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -69,7 +70,7 @@ def test_usage_errors_exit_2(capsys):
     assert "invalid choice: 'no-such-command'" in capsys.readouterr().err
     assert main(["selftest", "--bogus"]) == 2
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
-    assert main(["--cflags", "bench"]) == 2
+    assert main(["--cflags", "speed"]) == 2
     assert "C API flags go alone or after `config`" in capsys.readouterr().err
 
 
@@ -146,19 +147,52 @@ def test_b3sum_arguments_pass_through(tmp_path, capsysbinary, monkeypatch):
     assert main(["b3sum", "--check", "missing-file"]) == 1
 
 
-def test_bench_names_missing_peers(tmp_path):
+def test_speed_names_missing_peers(tmp_path):
     code = (
         "import sys\n"
         "for name in ('cryptography', 'nacl', 'Crypto', 'blake3'): sys.modules[name] = None\n"
         "from cb3.cli import main\n"
-        "sys.exit(main(['bench', '--quick', '--sizes', '64', '--rounds', '1', '--only', 'cb3 encrypt_into']))\n"
+        "sys.exit(main(['speed', '--seconds', '0.001']))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
-    assert "cb3 encrypt_into" in result.stdout
+    assert "cb3 ChaCha20Blake3 encrypt" in result.stdout and "cryptography" not in result.stdout
     assert "not installed, so not compared: cryptography (" in result.stderr
     for dist in ("PyNaCl", "pycryptodome", "blake3"):
         assert dist in result.stderr
     assert "-m pip install cryptography PyNaCl pycryptodome blake3" in result.stderr
+
+
+def test_speed_prints_one_row_per_case_and_a_column_per_size(tmp_path):
+    """The shape of `python -m cb3 speed`'s table: a header of the four
+    sizes, each group's cb3 row in MB/s, each installed peer's with its
+    ratio; it leaves no file behind."""
+    from cb3.cli import speed
+
+    result = python_m_cb3("speed", "--seconds", "0.001", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"cb3 {cb3.__version__}, ") and f"SIMD {cb3.simd_backend()}" in lines[0]
+    assert lines[2].split() == ["64", "B", "1", "KiB", "64", "KiB", "1", "MiB"]
+    assert [speed.human_size(size) for size in speed.SIZES] == ["64 B", "1 KiB", "64 KiB", "1 MiB"]
+    groups = [i for i, line in enumerate(lines) if not line.startswith(" ")][2:]
+    assert [lines[i] for i in groups] == ["AEAD, encrypt", "keyed hash"]
+    number = r"\s+\d+\.\d"
+    assert re.fullmatch(r"  cb3 ChaCha20Blake3 encrypt" + number * 4, lines[groups[0] + 1])
+    assert re.fullmatch(r"  cb3 keyed_hash" + number * 4, lines[groups[1] + 1])
+    peers = [line for line in lines[3:] if line.startswith("  ") and not line.startswith("  cb3 ")]
+    assert any(line.startswith("  hashlib blake2b keyed ") for line in peers)  # always there
+    for line in peers:
+        assert len(re.findall(number + r" \(\s*\d+\.\d\d\)", line)) == 4, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_speed_help_and_bad_budget(tmp_path):
+    helped = python_m_cb3("speed", "--help", cwd=tmp_path)
+    assert (helped.returncode, helped.stderr) == (0, "")
+    assert helped.stdout.startswith("usage: python -m cb3 speed ") and "--seconds S" in helped.stdout
+    for bad in ("0", "-1", "11"):
+        refused = python_m_cb3("speed", "--seconds", bad, cwd=tmp_path)
+        assert refused.returncode == 2 and "--seconds must be above 0 and at most 10" in refused.stderr, bad

@@ -1,39 +1,32 @@
 """Machine details recorded with every result (asv's machine file has the
-CPU model, core count, RAM and OS; these add what picks cb3's code paths).
+CPU model, core count, RAM and OS; these add what picks cb3's code paths,
+as cb3's engine detects them).
 
-Each `track_` is 1 when the CPU flag is present / the backend is the one cb3
-chose at run time, else 0, so a change of runner shows in the graphs."""
+Each `track_` is 1 when the CPU's maker / the backend is the one cb3 reports
+at run time, else 0, so a change of runner shows in the graphs."""
 
 import os
 import sys
 
 import cb3
+from cb3 import _cb3
 
-FLAGS = ["sse2", "ssse3", "sse4_1", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
-         "bmi2", "adx", "aes", "vaes", "pclmulqdq", "vpclmulqdq", "sha_ni", "asimd"]
+MAKERS = ["Intel", "AMD", "other"]
 BACKENDS = ["avx512", "avx2", "sse4.1", "sse2", "neon", "portable"]
-
-
-def _cpu_flags() -> set:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    raise NotImplementedError("no /proc/cpuinfo on this system")  # asv: skipped
 
 
 class Machine:
     version = "1"
     unit = "present (1) / absent (0)"
 
-    def track_cpu_flag(self, flag: str) -> float:
-        return float(flag in _cpu_flags())
+    def track_cpu_maker(self, maker: str) -> float:
+        cpu_maker = getattr(_cb3, "cpu_maker", None)
+        if cpu_maker is None:
+            raise NotImplementedError("this commit's cb3 does not report the CPU's maker")  # asv: skipped
+        return float(cpu_maker() == maker)
 
-    track_cpu_flag.params = FLAGS  # type: ignore[attr-defined]
-    track_cpu_flag.param_names = ["flag"]  # type: ignore[attr-defined]
+    track_cpu_maker.params = MAKERS  # type: ignore[attr-defined]
+    track_cpu_maker.param_names = ["maker"]  # type: ignore[attr-defined]
 
     def track_simd_backend(self, backend: str) -> float:
         return float(cb3.simd_backend() == backend)

@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 import cb3
-from cb3 import _cb3, bench, capi
+from cb3 import _cb3, capi
 
-from . import files, selftest
+from . import files, selftest, speed
 
 EXIT_CODES = """\
 exit status:
@@ -30,7 +30,7 @@ exit status:
 
 examples:
   python -m cb3                       self-check (the same as `python -m cb3 selftest`)
-  python -m cb3 bench --quick         speed next to the installed peers
+  python -m cb3 speed                 a few seconds of speed next to the installed peers
   python -m cb3 b3sum FILE...         BLAKE3 checksums, like b3sum
   python -m cb3 keygen -o K           a new key file (mode 0600) for --key-file
   python -m cb3 encrypt --key-file K -o big.cb3 big.iso    a file of any size (decrypt: the same)
@@ -61,7 +61,7 @@ def _add_b3sum_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 #: Every subcommand's ``add_parser(subparsers)``, in the order of ``--help``.
 COMMANDS: list[Callable[..., object]] = [
     selftest.add_parser,
-    bench.add_parser,
+    speed.add_parser,
     _add_b3sum_parser,
     files.add_parser,
     capi.add_parser,

@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import chroot as chroots
-from .core import (ASV_VERSION, CARGO_FUZZ_VERSION, CB3_BENCH, CB3_SELFCHECK, PIP_QUIET, ROOT, STATICLIB, TOOLS,
+from .core import (ASV_VERSION, CARGO_FUZZ_VERSION, CB3_SELFCHECK, CB3_SPEED, MEASURE, PIP_QUIET, ROOT, STATICLIB, TOOLS,
                    WORK, apt_install, copy_tree, file_lock, make_venv, missing_commands, output_of, pytest_basetemp, run, say)
 from .suite import ensure_staticlib, hpy_sdist
 
@@ -100,14 +101,14 @@ def asv(python: Path, root: bool) -> None:
     out = WORK / "asv"
     shutil.rmtree(out, ignore_errors=True)
     (out / "home").mkdir(parents=True)
-    tool = ROOT / "asv_benchmarks/asvtool.py"
-    conf = output_of([python, tool, "config", out], cwd=ROOT)
+    tool = [MEASURE, "asv"]
+    conf = output_of([python, *tool, "config", out], cwd=ROOT)
     shutil.copytree(ROOT / "asv_benchmarks/results", out / "results")
     home = {"HOME": str(out / "home")}  # asv keeps its machine file in ~
     asv_cmd = [python, "-m", "asv", "--config", conf]
-    run([python, tool, "machine", "cb3-check"], env=home, capture=True, cwd=ROOT)
+    run([python, *tool, "machine", "cb3-check"], env=home, capture=True, cwd=ROOT)
     run([*asv_cmd, "check", "--python=same"], env=home, cwd=ROOT)
-    run([python, tool, "smoke", "--max-size", "65536"], cwd=out)
+    run([python, *tool, "smoke", "--max-size", "65536"], cwd=out)
     head = output_of(["git", "rev-parse", "HEAD"], cwd=ROOT)
     run([*asv_cmd, "run", "--python=same", "--quick", "--machine", "cb3-check", "--set-commit-hash", head,
          "-b", r"^bench_(aead\.AEAD|hash\.Hash)\.[a-z_0-9]+\(64\)$", "-b", r"^bench_machine\.MachineCounts"],
@@ -115,7 +116,7 @@ def asv(python: Path, root: bool) -> None:
     if "failed" in (out / "run.log").read_text():
         raise RuntimeError("asv: a benchmark failed:\n" + (out / "run.log").read_text())
     run([*asv_cmd, "publish"], env=home, cwd=ROOT, log=out / "publish.log")
-    run([python, tool, "offline", out / "html"], cwd=ROOT)
+    run([python, *tool, "offline", out / "html"], cwd=ROOT)
     # Served on loopback (asv's pages fetch their JSON, which file:// blocks).
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -137,13 +138,24 @@ def asv(python: Path, root: bool) -> None:
     finally:
         server.terminate()
         server.wait()
-    run([python, tool, "check-page", out / "graph.dom.html", out / "graph.png", GRAPH], cwd=ROOT)
+    run([python, *tool, "check-page", out / "graph.dom.html", out / "graph.png", GRAPH], cwd=ROOT)
     if '"GET /vendor/' not in (out / "http.log").read_text():
         raise RuntimeError(f"asv: the page loaded nothing from vendor/ (served log: {out / 'http.log'})")
 
 
 def bench(python: Path) -> None:
-    run([python, *CB3_BENCH, "--quick", "--sizes", "64,65536", "--json", WORK / "bench.json"], cwd=WORK)
+    """The user's `python -m cb3 speed`, then the measuring tools' comparison
+    in a quick run, with the Rust reference binary where the rustlib
+    workspace has it (the tools leave its rows out otherwise)."""
+    run([python, *CB3_SPEED, "--seconds", "0.01"], cwd=WORK)
+    manifest = ROOT / "rustlib/Cargo.toml"
+    metadata = json.loads(output_of(["cargo", "metadata", "--no-deps", "--format-version", "1",
+                                     "--manifest-path", manifest], cwd=ROOT))
+    if any(package["name"] == "cb3-bench" for package in metadata["packages"]):
+        run(["cargo", "build", "--release", "--locked", "--manifest-path", manifest, "-p", "cb3-bench"], cwd=ROOT)
+    else:
+        say("bench: the rustlib workspace has no cb3-bench package: the Rust rows are left out")
+    run([python, MEASURE, "compare", "--quick", "--sizes", "64,65536", "--json", WORK / "bench.json"], cwd=WORK)
 
 
 # ---- fuzzing ----------------------------------------------------------------------
@@ -376,14 +388,14 @@ def sdist(python: Path, base_python: str) -> None:
 
 # ---- PyPy against CPython per call ------------------------------------------------------
 def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 1, clock: str = "process") -> None:
-    """`python -m cb3 bench` on CPython (host venv), PyPy 7.3 and PyPy 8.0 (their
+    """`measure.py compare` on CPython (host venv), PyPy 7.3 and PyPy 8.0 (their
     chroots) in interleaved rounds, and where their 64-byte calls' instructions go
-    (call_instructions); the section of this CPU family (scripts/pypy_speed.py) into
+    (call_instructions); the section of this CPU family (`measure.py pypy-page`) into
     out_page, a copy of docs/results/pypy-speed.md."""
     work = WORK / "bench-pypy"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    args = [*CB3_BENCH, "--only", "cb3 encrypt,cb3 decrypt,cb3 keyed_hash", "--sizes", "64,1048576", "--rounds", "3",
+    args = ["compare", "--only", "cb3 encrypt,cb3 decrypt,cb3 keyed_hash", "--sizes", "64,1048576", "--rounds", "3",
             "--clock", clock, "--warmup", str(warmup)]
     venv = work / "venv"
     run([base_python, "-m", "venv", venv])
@@ -417,11 +429,12 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
             files.append(work / name)
         for n in range(1, rounds + 1):
             say(f"round {n}/{rounds}")
-            run([venv / "bin/python", *args, "--json", work / "cpython.json"], cwd=work, capture=True)
+            run([venv / "bin/python", MEASURE, *args, "--json", work / "cpython.json"], cwd=work, capture=True)
             labelled(work / "cpython.json", f"cpython-{n}.json", "CPython 3.11")
             for p, columns in pypys:
                 for name, label, env in columns:
-                    p.chroot.run(["/opt/cb3-bench-venv/bin/python", *args, "--json", "/bench/pypy.json"], cwd="/bench",
+                    p.chroot.run(["/opt/cb3-bench-venv/bin/python", f"/bench/src/{MEASURE.relative_to(ROOT)}", *args,
+                                  "--json", "/bench/pypy.json"], cwd="/bench",
                                  env=env, capture=True)
                     labelled(p.root / "bench/pypy.json", f"{name}-{n}.json", label)
         instructions = call_instructions(venv / "bin/python", [(p, cols[0][1]) for p, cols in pypys], work)
@@ -434,22 +447,23 @@ def pypy_speed(base_python: str, out_page: Path, rounds: int = 3, warmup: int = 
     order = sorted(files, key=lambda f: (columns.index(f.name.split("-")[0]), f.name))
     # This machine's CPU family's section of the committed page, the other families' kept.
     shutil.copy(ROOT / "docs/results/pypy-speed.md", out_page)
-    run([venv / "bin/python", ROOT / "scripts/pypy_speed.py", out_page, work / "note.txt", "--instructions",
+    run([venv / "bin/python", MEASURE, "pypy-page", out_page, work / "note.txt", "--instructions",
          instructions, *order])
 
 
 def call_instructions(python: Path, pypys: list[tuple[chroots.Profile, str]], work: Path) -> Path:
-    """scripts/call_instructions.py's split of each 64-byte case under
+    """`measure.py instructions`' split of each 64-byte case under
     callgrind, on CPython (`python`, this host) and each PyPy (its chroot,
     where valgrind is installed on first use), into work/instructions.json."""
     apt_install(missing_commands({"valgrind": "valgrind", "callgrind_annotate": "valgrind"}), "pypy-speed", True)
-    script = ROOT / "scripts/call_instructions.py"
+    script = MEASURE.parent / "tools/instructions.py"  # imports only the standard library: runs alone
     for p, _ in pypys:
         shutil.copy(script, p.root / "bench/call_instructions.py")
         p.chroot.run(["sh", "-c", "command -v valgrind >/dev/null || { apt-get update -qq && "
                       "apt-get install -y -qq --no-install-recommends valgrind; }"],
                      env={"DEBIAN_FRONTEND": "noninteractive"})
-    from call_instructions import CASES, LONG, SHORT  # scripts/, on sys.path (noxfile.py)
+    sys.path.insert(0, str(MEASURE.parent))
+    from tools.instructions import CASES, LONG, SHORT
 
     def profile(label: str, case: str, calls: int) -> tuple[str, str, int, Path]:
         name = f"cg-{label.replace(' ', '-')}-{case}-{calls}.out"

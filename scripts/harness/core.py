@@ -29,7 +29,9 @@ NO_RUST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # ---- the package's command-line entry points (one place: the cb3 layout may move them)
 CB3_SELFCHECK = ["-P", "-m", "cb3"]
-CB3_BENCH = ["-P", "-m", "cb3", "bench"]
+CB3_SPEED = ["-P", "-m", "cb3", "speed"]
+# ---- the measuring tools of the checkout (asv_benchmarks/tools/; not in the wheel)
+MEASURE = ROOT / "asv_benchmarks" / "measure.py"
 MATRIX_PY = ROOT / "scripts" / "matrix.py"
 MYPY_FILES = ["cb3/_cb3.pyi", "tests/typing_examples.py"]  # mypy --strict: the stubs and the typed examples
 

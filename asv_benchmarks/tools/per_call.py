@@ -1,26 +1,32 @@
-"""Per-call timings of cb3 calls, for docs/pypy.md. Runs on CPython and PyPy.
+"""`measure.py per-call`: per-call timings of a few cb3 calls, each timed
+alone (docs/design/pypy.md). Runs on CPython and PyPy.
 
-    python scripts/bench_calls.py [--repeat 7] [--json]
+    python asv_benchmarks/measure.py per-call [--repeat 7] [--json]
 
-For each case: timeit with `number` chosen so one repeat takes >= 0.2 s,
-`repeat` repeats after a warm-up (the PyPy JIT), per-call best and median.
-Run it from outside the source tree so that the installed cb3 is imported.
+For each case: a warm-up (PyPy's JIT), a call count whose batch takes about
+0.2 s (timing.calibrate), then `repeat` batches; per call, the best and the
+median batch.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
 import platform
 import statistics
 import sys
-import timeit
+from typing import Callable, Iterator
 
 import cb3
 
+from .timing import calibrate, loop, warm_up
+
 KEY = bytes(range(32))
 NONCE = bytes(range(24))
+BUDGET = 0.2
 
 
-def cases():
+def cases() -> Iterator[tuple[str, Callable[[], object]]]:
     cipher = cb3.ChaCha20Blake3(KEY)
     for label, size in (("64 B", 64), ("1 MiB", 1 << 20)):
         data = bytes(size)
@@ -31,23 +37,20 @@ def cases():
         yield f"encrypt_into({label} bytes, bytearray)", lambda c=cipher, d=data, o=out: c.encrypt_into(NONCE, d, None, o)
 
 
-def measure(fn, repeat):
-    timer = timeit.Timer(fn)
-    number, _ = timer.autorange()  # also a warm-up
-    number = max(1, number)
-    for _ in range(3):  # JIT warm-up
-        timer.timeit(number)
-    while timer.timeit(number) < 0.2:
-        number *= 2
-    runs = [t / number for t in timer.repeat(repeat=repeat, number=number)]
+def measure(call: Callable[[], object], repeat: int) -> tuple[float, float, int]:
+    """(best, median) seconds per call over `repeat` batches, and the calls per batch."""
+    timer = loop(call)
+    warm_up(timer, BUDGET)
+    number = calibrate(timer, BUDGET)
+    runs = [timer(number) / number for _ in range(repeat)]
     return min(runs), statistics.median(runs), number
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="measure.py per-call", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     impl = f"{platform.python_implementation()} {platform.python_version()}"
     if hasattr(sys, "pypy_version_info"):
         impl += " (PyPy %d.%d.%d)" % sys.pypy_version_info[:3]
@@ -60,7 +63,4 @@ def main():
             unit, scale = ("µs", 1e6) if best >= 1e-5 else ("ns", 1e9)
             print(f"{impl:45} {name:42} best {best * scale:9.1f} {unit}  median {median * scale:9.1f} {unit}")
         sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main()
+    return 0

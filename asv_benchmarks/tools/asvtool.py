@@ -1,21 +1,22 @@
-"""Helpers around asv for cb3 (docs/performance.md, section asv).
+"""`measure.py asv`: helpers around asv for cb3 (docs/performance.md,
+section asv).
 
-    python asv_benchmarks/asvtool.py machine NAME
+    python asv_benchmarks/measure.py asv machine NAME
         Registers this machine under NAME with its details (`asv machine
         --yes --machine NAME` alone records only the name).
-    python asv_benchmarks/asvtool.py config OUT_DIR
+    python asv_benchmarks/measure.py asv config OUT_DIR
         Writes OUT_DIR/asv.conf.json: this checkout's suite, with env, results
         and html under OUT_DIR (noxfile.py's asv step: the committed baseline
         results are copied there, never written).
-    python asv_benchmarks/asvtool.py smoke [--max-size BYTES]
+    python asv_benchmarks/measure.py asv smoke [--max-size BYTES]
         Calls every benchmark once per parameter combination (sizes up to
         BYTES) in this process, against the cb3 that Python imports: catches
         a broken benchmark in seconds, where asv spends a process on each.
-    python asv_benchmarks/asvtool.py offline HTML_DIR
+    python asv_benchmarks/measure.py asv offline HTML_DIR
         Makes `asv publish`'s site load nothing from the internet: the
         jQuery/flot/Bootstrap/... files it takes from CDNs are copied from
         Debian's packages into HTML_DIR/vendor/ and index.html points there.
-    python asv_benchmarks/asvtool.py check-page DOM_FILE PNG_FILE NAME...
+    python asv_benchmarks/measure.py asv check-page DOM_FILE PNG_FILE NAME...
         Asserts that a headless-Chromium DOM dump of a published graph page is
         asv's page (not its error page), names the benchmarks NAME... and
         has plot axes, and that the screenshot PNG shows plotted series.
@@ -33,29 +34,26 @@ import struct
 import sys
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+#: asv_benchmarks/: the suite's configuration and its benchmarks/ package.
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(HERE)
 
 
 # ---------------------------------------------------------------- machine
 
 def cpu_description() -> str:
-    """The CPU model, with the family/model numbers and the widest SIMD
-    extensions (a VM often names its CPU only "Intel(R) Xeon(R) Processor")."""
-    from asv import util
-
-    model, fields = util.get_cpu_info(), {}
+    """The CPU model as cb3's engine names it, with the SIMD backend cb3
+    picks there (a VM often names its CPU only "Intel(R) Xeon(R) Processor");
+    asv's own description where this interpreter has no cb3."""
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        return model
-    flags = fields.get("flags", "").split()
-    simd = [name for name in ("avx512f", "avx2", "sse4_1") if name in flags][:1]
-    ids = f"family {fields.get('cpu family', '?')} model {fields.get('model', '?')}"
-    return f"{model} ({ids}{', ' + simd[0] if simd else ''})"
+        import cb3
+    except ImportError:
+        from asv import util
+
+        return util.get_cpu_info()
+    from .machine import cpu_maker, cpu_name
+
+    return f"{cpu_name()} ({cpu_maker()}, SIMD {cb3.simd_backend()})"
 
 
 def machine(name: str) -> None:
@@ -331,8 +329,9 @@ def check_page(dom_file: str, png_file: str, names: list[str]) -> None:
         raise SystemExit("asvtool check-page FAILED:\n  " + "\n  ".join(failures))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="measure.py asv", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("machine")
     p.add_argument("name")
@@ -346,7 +345,7 @@ def main() -> None:
     p.add_argument("dom_file")
     p.add_argument("png_file")
     p.add_argument("names", nargs="+")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.command == "machine":
         machine(args.name)
     elif args.command == "config":
@@ -357,7 +356,4 @@ def main() -> None:
         offline(args.html_dir)
     else:
         check_page(args.dom_file, args.png_file, args.names)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,44 +1,30 @@
-"""``python -m cb3 bench --targets-markdown FILE`` (the per-call targets, each
-a ratio of two cases timed in the same rounds) and the generated sections of
-the results docs that it and ``--files-markdown`` rewrite."""
+"""`measure.py targets PAGE`: the per-call targets, each a ratio of two
+cases timed in the same interleaved rounds, written into PAGE's section for
+the CPU family of this machine (docs/results/performance.md keeps one per
+family: pages.py)."""
 
-import datetime
+from __future__ import annotations
+
 import os
-import platform
-import re
 import statistics
-import sys
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import cb3
-from cb3 import _cb3
 from cb3.chacha20 import ChaCha20
+from cb3.cli.speed import human_size
 
-from . import calls
-from .calls import CpuFamily, Timer, calibrate, cpu_family, cpu_name, human_size, load_average, loop
+from . import pages, reference, timing
+from .machine import CpuFamily, cpu_family, load_average
+from .timing import Timer, calibrate, loop
 
-
-def markers(name: str) -> tuple[str, str]:
-    """The BEGIN and END lines of a generated section of a doc."""
-    return f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
-
-
-def targets_markers(slug: str) -> tuple[str, str]:
-    """The markers of the targets section of one CPU family (its
-    `cpu_family().slug`): `--targets-markdown` keeps one section per family."""
-    return markers(f"targets cpu={slug}")
-
-
-#: The BEGIN line of any family's targets section (group 1: the slug).
-TARGETS_BEGIN = re.compile(r"^<!-- BEGIN generated: targets cpu=([a-z0-9-]+) -->$", re.M)
-#: ... and the markers of the section that `--files-markdown` rewrites.
-BEGIN_FILES, END_FILES = markers("files")
+#: The pages' section kind: `<!-- BEGIN generated: targets cpu=SLUG -->`.
+KIND = "targets"
 
 
 @dataclass
 class Target:
-    """One target of issue #15: `ours` / `peer` (times; for a speed-up,
+    """One target: `ours` / `peer` (times; for a speed-up,
     `peer` / `ours`) must be at most (at least, for a speed-up) `limit`.
     Rows without a limit are evidence for the floor of a target."""
 
@@ -87,24 +73,23 @@ TARGETS = [
     Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 256, "encrypt", "ChaCha20Poly1305 encrypt", 0.85),
     Target("`encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 4096, "encrypt", "ChaCha20Poly1305 encrypt", 1.5),
     Target("`decrypt` / cryptography ChaCha20Poly1305 `decrypt`", 64, "decrypt", "ChaCha20Poly1305 decrypt", 0.55),
-    # The same fixed cost in the other forms (issue #15: "same fixed-cost
-    # gains" for the detached and _into forms and Stream).
+    # The fixed cost holds for every form of the call: detached, _into, Stream.
     Target("`encrypt_detached` / cryptography ChaCha20Poly1305 `encrypt`", 64, "encrypt_detached", "ChaCha20Poly1305 encrypt", 0.55),
     Target("`encrypt_into` / cryptography ChaCha20Poly1305 `encrypt`", 64, "encrypt_into", "ChaCha20Poly1305 encrypt", 0.55),
     Target("`decrypt_into` / cryptography ChaCha20Poly1305 `decrypt`", 64, "decrypt_into", "ChaCha20Poly1305 decrypt", 0.55),
     Target("`Stream.encrypt` / cryptography ChaCha20Poly1305 `encrypt`", 64, "Stream.encrypt", "ChaCha20Poly1305 encrypt", 0.55),
     Target("`keyed_hash` / blake3-py keyed hash", 64, "keyed_hash", "blake3-py keyed", 0.5),
     Target("`encrypt_into` / (OpenSSL ChaCha20 + blake3-py keyed), one thread", BIG, "encrypt_into", "ChaCha20 + blake3-py", 1.02),
-    # Issue #23: decryption into a buffer others can see stages the
-    # ciphertext once more in private memory (verify before writing).
+    # Decryption into a buffer others can see stages the ciphertext once
+    # more in private memory (verify before writing): a looser limit.
     Target("`decrypt_into` / (OpenSSL ChaCha20 + blake3-py keyed), one thread", BIG, "decrypt_into", "ChaCha20 + blake3-py", 1.35),
     Target("`encrypt_into`: speed-up of `max_threads=2` over 1 (wall time)", BIG, "encrypt_into max_threads=2, wall", "encrypt_into, wall", 1.7, True),
-    # Issue #23: the fused pass at its own two primitives' cost (run back to
-    # back), and cb3's ChaCha20 core at OpenSSL's from 64 KiB to 16 MiB.
+    # The fused pass at its own two primitives' cost (run back to back),
+    # and cb3's ChaCha20 core at OpenSSL's from 64 KiB up.
     Target("`encrypt_into` / (cb3's ChaCha20 + cb3 `keyed_hash`), one thread", BIG, "encrypt_into", "cb3 ChaCha20 + keyed_hash", 1.02),
-    # Evidence for that row's floor, in Rust without Python
-    # (`_cb3.bench_reference`): the pass against the same two primitives, and
-    # its XOR with the private copy of each piece against the XOR alone.
+    # Evidence for that row's floor, in Rust without Python (the reference
+    # binary): the pass against the same two primitives, and its XOR with
+    # the private copy of each piece against the XOR alone.
     Target("Rust, no Python: `seal` / (cb3's ChaCha20 + keyed BLAKE3)", BIG, "Rust seal", "Rust ChaCha20 + keyed BLAKE3", None),
     Target("Rust: `seal`'s XOR with its private copy / without it", BIG, "Rust seal XOR + private copy", "Rust seal XOR", None),
     *(
@@ -140,14 +125,14 @@ def _target_timers(size: int) -> dict[str, Timer]:
             cb3.keyed_hash(key, own_out)
 
         timers["cb3 ChaCha20 + keyed_hash"] = loop(own_back_to_back)
-        # The modes are cb3_bench_mode's (rustlib/src/ffi/bench.rs).
-        for name, mode in (
-            ("Rust seal", 3),
-            ("Rust ChaCha20 + keyed BLAKE3", 4),
-            ("Rust seal XOR", 5),
-            ("Rust seal XOR + private copy", 6),
-        ):
-            timers[name] = calls.rust(mode)(size)
+        if reference.available():
+            for name, mode in (
+                ("Rust seal", "seal"),
+                ("Rust ChaCha20 + keyed BLAKE3", "parts"),
+                ("Rust seal XOR", "seal_xor"),
+                ("Rust seal XOR + private copy", "seal_xor_copying"),
+            ):
+                timers[name] = reference.timers(mode)(size)
         # Threads: wall time whatever the clock (CPU time adds up the threads).
         timers["encrypt_into, wall"] = loop(lambda: cipher.encrypt_into(nonce, data, None, out), wall=True)
         timers["encrypt_into max_threads=2, wall"] = loop(lambda: two.encrypt_into(nonce, data, None, out), wall=True)
@@ -193,7 +178,7 @@ def measure_targets(rounds: int, budget: float, targets: list[Target] = TARGETS)
             if (size, name) in wanted:
                 timers[(size, name)] = timer
     counts = {key: calibrate(timer, budget) for key, timer in timers.items()}
-    samples = calls.interleaved(timers, counts, rounds, warm=True)
+    samples = timing.interleaved(timers, counts, rounds, warm=True)
     results: list[tuple[Target, Optional[Ratios]]] = []
     for target in targets:
         ours, peer = samples.get((target.size, target.ours)), samples.get((target.size, target.peer))
@@ -216,13 +201,13 @@ def targets_markdown(
 ) -> str:
     """The generated section of `family`: a heading with its name, how,
     where and when it was measured, then one row per target."""
-    begin, end = targets_markers(family.slug)
+    begin, end = pages.family_markers(KIND, family.slug)
     lines = [
         begin,
         f"## {family.name}",
         "",
-        stamp(command, load, after)
-        + f", {calls.clock_name} clock, {rounds} interleaved rounds (each in a new seeded random order). "
+        pages.stamp(command, load, after)
+        + f", {timing.clock_name} clock, {rounds} interleaved rounds (each in a new seeded random order). "
         "Ratio = cb3's time / the peer's in the same round (below 1: cb3 faster); for the thread row, the "
         "speed-up (one thread's time / two threads'). Measured: the median of the rounds' ratios, met or not "
         "against the target; p10-p90: the 10th and 90th percentiles of the rounds' ratios, how far the "
@@ -246,91 +231,6 @@ def targets_markdown(
     return "\n".join(lines)
 
 
-def stamp(command: str, load: str, after: Optional[str] = None) -> str:
-    """How, where and when a generated section was measured: the CPU model,
-    its cache sizes (with the piece sizes cb3 derived from them), the cores,
-    the load average before the run (and after it, when given), the
-    interpreter, cb3's version and SIMD backend."""
-    cores = os.cpu_count()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
-    loads = f"load average {load} before" + (f" and {after} after" if after is not None else "")
-    return (
-        f"Generated by `{command}` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: "
-        f"CPU {cpu_name()}, {cores} cores ({usable} usable), {loads} the run (1/5/15 min), "
-        f"{platform.python_implementation()} {platform.python_version()}, cb3 {cb3.__version__} "
-        f"(SIMD {cb3.simd_backend()}; caches {_cb3.cache_tuning()})"
-    )
-
-
-def replace_section(text: str, section: str, name: str) -> str:
-    """`text` with its generated section `name` replaced by `section`."""
-    begin, end_marker = markers(name)
-    start, end = text.find(begin), text.find(end_marker)
-    if start < 0 or end < start:
-        raise ValueError(f"no section between {begin!r} and {end_marker!r}")
-    return text[:start] + section + text[end + len(end_marker):]
-
-
-def targets_sections(text: str) -> list[tuple[str, int, int]]:
-    """Every family's targets section of `text` as (slug, start, end), in
-    the order of the doc; ValueError if a section is unclosed, nested or
-    repeated, or if the doc still holds an unkeyed `targets` section."""
-    if markers("targets")[0] in text:
-        raise ValueError(
-            f"an unkeyed {markers('targets')[0]!r} section: rename its markers to "
-            f"{targets_markers('SLUG')[0]!r} with the slug of the CPU family it was measured on"
-        )
-    sections: list[tuple[str, int, int]] = []
-    begins = list(TARGETS_BEGIN.finditer(text))
-    for i, match in enumerate(begins):
-        slug, end_marker = match.group(1), targets_markers(match.group(1))[1]
-        end = text.find(end_marker, match.end())
-        limit = begins[i + 1].start() if i + 1 < len(begins) else len(text)
-        if end < 0 or end > limit:
-            raise ValueError(f"{match.group(0)!r} is not closed by {end_marker!r} before the next section")
-        if any(slug == seen for seen, _, _ in sections):
-            raise ValueError(f"two sections for cpu={slug}")
-        sections.append((slug, match.start(), end + len(end_marker)))
-    if not sections:
-        raise ValueError(f"no targets section ({targets_markers('SLUG')[0]!r} ... {targets_markers('SLUG')[1]!r})")
-    return sections
-
-
-def place_targets(text: str, slug: str, section: str) -> str:
-    """`text` with the targets section of family `slug` replaced by
-    `section`, every other byte unchanged; a family without a section yet
-    gets one after the last family's (before whatever text follows it)."""
-    sections = targets_sections(text)
-    for seen, start, end in sections:
-        if seen == slug:
-            return text[:start] + section + text[end:]
-    end = sections[-1][2]
-    return text[:end] + "\n\n" + section + text[end:]
-
-
-def write_section(
-    path: str, option: str, options: str, place: Callable[[str, str], str], produce: Callable[[str, str], str]
-) -> int:
-    """Rewrites the doc at `path` with `place(text, section)`, where section
-    is what `produce(command, load before the run)` returns, after checking
-    (with an empty section, before measuring anything) that `place` accepts
-    the doc."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        place(text, "")
-    except (OSError, ValueError) as error:
-        print(f"{option}: {path}: {error}", file=sys.stderr)
-        return 2
-    load = load_average()
-    shown = os.path.basename(path) if os.path.isabs(path) else path
-    section = produce(f"python -m cb3 bench {option} {shown}{options}", load)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(place(text, section))
-    print(section)
-    return 0
-
-
 def write_targets(path: str, rounds: int, budget: float, options: str) -> int:
     """The section of this machine's CPU family (`cpu_family()`) in the doc
     at `path`, measured and rewritten (or appended); other families' stay."""
@@ -340,18 +240,6 @@ def write_targets(path: str, rounds: int, budget: float, options: str) -> int:
         results = measure_targets(rounds, budget)
         return targets_markdown(results, rounds, command, load, load_average(), family)
 
-    return write_section(
-        path, "--targets-markdown", options, lambda text, section: place_targets(text, family.slug, section), produce
-    )
-
-
-def write_files(path: str, file_size: str, sparse_size: str, rounds: int, directory: Optional[str], options: str) -> int:
-    from . import files as bench_files
-
-    def produce(command: str, load: str) -> str:
-        rows = bench_files.rows(file_size, sparse_size, rounds, directory)
-        return "\n".join([BEGIN_FILES, stamp(command, load, load_average()) + ".", "", "```", rows, "```", END_FILES])
-
-    return write_section(
-        path, "--files-markdown", options, lambda text, section: replace_section(text, section, "files"), produce
+    return pages.write_section(
+        path, "targets", options, lambda text, section: pages.place_family(text, KIND, family.slug, section), produce
     )

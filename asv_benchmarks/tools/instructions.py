@@ -1,5 +1,7 @@
-"""Where a 64-byte call's instructions go, per interpreter: the evidence
-table of docs/results/pypy-speed.md (the pypy-speed step runs it).
+"""`measure.py instructions`: where a 64-byte call's instructions go, per
+interpreter: the evidence table of docs/results/pypy-speed.md (the
+pypy-speed step runs it). Imports nothing of the tools, so that it also
+runs as a script of its own where only cb3 is installed (a PyPy chroot).
 
 Instruction counts, not times: callgrind's counts repeat exactly on a
 machine whose timings drift by a third from one minute to the next. Each
@@ -7,8 +9,9 @@ case runs twice under callgrind, with `SHORT` and `LONG` calls after the
 same warm-up (PyPy's JIT included); the difference over `LONG - SHORT` calls
 is what one call costs once start-up, import and JIT compilation cancel.
 
-    python call_instructions.py workload CASE CALLS     (under valgrind)
-    python call_instructions.py split CASE SHORT.out LONG.out   -> JSON
+    python instructions.py workload CASE CALLS     (under valgrind)
+    python instructions.py split CASE SHORT.out LONG.out   -> JSON
+    (or python asv_benchmarks/measure.py instructions ...)
 
 The split, from callgrind_annotate's inclusive counts:
 - rust: the rustlib entry point of the call (cb3_aead_encrypt,
@@ -78,8 +81,17 @@ def split(case: str, short: str, long: str) -> dict[str, float]:
     return {"total": total, "rust": rust, "buffers": buffers, "rest": total - rust - buffers}
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "workload":
-        workload(sys.argv[2], int(sys.argv[3]))
+def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "workload" and argv[1] in CASES:
+        workload(argv[1], int(argv[2]))
+    elif len(argv) == 4 and argv[0] == "split" and argv[1] in CASES:
+        print(json.dumps(split(argv[1], argv[2], argv[3])))
     else:
-        print(json.dumps(split(sys.argv[2], sys.argv[3], sys.argv[4])))
+        print(f"usage: instructions.py workload CASE CALLS | split CASE SHORT.out LONG.out (CASE: {', '.join(CASES)})",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,22 +1,22 @@
-"""The file rows of `python -m cb3 bench`: encrypting and decrypting a file
-end to end (cb3's chunked stream format, cb3/chunked/) against
-`encrypt_into` on the same bytes in memory, on 1 and 2 threads, beside
-PyNaCl's secretstream and Debian's `age` when installed; and the CLI's peak
-RSS on a multi-GiB sparse file.
+"""`measure.py files [PAGE]`: encrypting and decrypting a file end to end
+(cb3's chunked stream format, cb3/chunked/) against `encrypt_into` on the
+same bytes in memory, on 1 and 2 threads, beside PyNaCl's secretstream and
+Debian's `age` when installed; and the CLI's peak RSS on a multi-GiB sparse
+file. With PAGE (docs/results/files.md), the rows go into its generated
+section `files` (pages.py).
 
-    python -m cb3 bench --files [--file-size 256M] [--sparse-size 2G] [--rounds N] [--dir /dev/shm]
+    python asv_benchmarks/measure.py files [PAGE] [--file-size 256M] [--sparse-size 2G] [--rounds N] [--dir /dev/shm]
 
 Files live in a temporary directory on tmpfs (/dev/shm) so the disk does
 not set the pace; every case runs in interleaved rounds and the median wall
 time is reported, with the median CPU time (user + system, all threads).
 Ratios: `vs into` = this case's throughput / in-memory `encrypt_into` on one
-thread (the issue's target: >= 0.85 on one thread); `vs 1 thread` = this
-case / the same case on one thread (target >= 1.6).
+thread (the target: >= 0.85 on one thread); `vs 1 thread` = this case / the
+same case on one thread (the target: >= 1.6).
 
 The `vs into` reference does no file I/O, the file rows do: the row "read +
 write only" is that I/O alone (reading the file from the page cache and
-writing a new one, which allocates its pages: in the VM this was measured on,
-about half the CPU time of the encryption itself). So `vs into + copy` =
+writing a new one, which allocates its pages). So `vs into + copy` =
 (encrypt_into + that row) / this case, the reference with the file I/O
 counted, is reported beside `vs into`, and `cpu vs into` compares CPU time,
 which a loaded machine disturbs less than wall time. The row "read +
@@ -36,9 +36,12 @@ import sys
 import tempfile
 import textwrap
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 import cb3
+
+from . import pages
+from .machine import load_average
 
 CHUNK = 64 * 1024
 INTO = "cb3 encrypt_into (in memory), 1 thread"
@@ -275,3 +278,19 @@ def rows(file_size: str = "256M", sparse_size: str = "2G", rounds: int = 3, dire
 def main(file_size: str = "256M", sparse_size: str = "2G", rounds: int = 3, directory: str | None = None) -> int:
     print(rows(file_size, sparse_size, rounds, directory))
     return 0
+
+
+#: The markers of the section that `files PAGE` rewrites.
+BEGIN_FILES, END_FILES = pages.markers("files")
+
+
+def write_files(path: str, file_size: str, sparse_size: str, rounds: int, directory: Optional[str], options: str) -> int:
+    """The file rows, measured, into the `files` section of the page at `path`."""
+
+    def produce(command: str, load: str) -> str:
+        measured = rows(file_size, sparse_size, rounds, directory)
+        return "\n".join([BEGIN_FILES, pages.stamp(command, load, load_average()) + ".", "", "```", measured, "```", END_FILES])
+
+    return pages.write_section(
+        path, "files", options, lambda text, section: pages.replace_section(text, section, "files"), produce
+    )

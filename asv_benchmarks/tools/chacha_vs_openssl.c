@@ -3,7 +3,7 @@
  * docs/results/performance.md is the kernel and how much the call.
  *
  *   (cd rustlib && cargo build --release --locked)
- *   cc -O2 -Irustlib/include scripts/chacha_vs_openssl.c \
+ *   cc -O2 -Irustlib/include asv_benchmarks/tools/chacha_vs_openssl.c \
  *      rustlib/target/release/libcb3.a -lcrypto -lpthread -ldl -lm -o /tmp/chacha_vs_openssl
  *   /tmp/chacha_vs_openssl SIZE ROUNDS [OFFSET]
  *
