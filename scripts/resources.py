@@ -10,7 +10,7 @@ disk. With --test-dir (after a full `bash scripts/test.sh`), also the size of
 what the test command wrote: that directory and the caches it names. Rewrites
 the page's generated section, between <!-- BEGIN generated: resources -->
 and <!-- END generated: resources -->. Needs an interpreter with cb3
-installed (the stamp and the section markers are cb3.bench's).
+installed (the stamp and the section markers are the measuring tools', asv_benchmarks/tools/pages.py).
 """
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ def measure_install(command: str) -> tuple[float, list[tuple[str, int]]]:
 
 
 def section(command: str, seconds: float, sizes: list[tuple[str, int]], test_dir: str | None) -> str:
-    from cb3.bench.targets import load_average as _load_average, markers, stamp
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_benchmarks"))
+    from tools.machine import load_average as _load_average
+    from tools.pages import markers, stamp
 
     begin, end = markers("resources")
     shown = "python -P scripts/resources.py" + (f" --test-dir {test_dir}" if test_dir else "")
@@ -101,7 +103,8 @@ def main() -> int:
     parser.add_argument("--page", default=str(PAGE))
     parser.add_argument("--test-dir", help="also measure what the test command wrote (after a full run)")
     args = parser.parse_args()
-    from cb3.bench.targets import replace_section
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_benchmarks"))
+    from tools.pages import replace_section
 
     command = install_command()
     seconds, sizes = measure_install(command)

@@ -1,6 +1,6 @@
 """The compile-time switches of cext that this interpreter's build does not
 use, compiled and tested: each switch's other value is PyPy's default (or a
-measuring build, docs/design/pypy.md), so on CPython this is the way to check those
+measuring build, docs/pypy.md), so on CPython this is the way to check those
 routes with CPython's tools.
 
 - CB3_TYPE_FIXES_ON=1 (cb3ext.h; PyPy's default): __setattr__, __delattr__,
@@ -37,7 +37,7 @@ pytestmark = [
     pytest.mark.skipif(
         platform.python_implementation() != "CPython",
         reason="PyPy's build already uses the other value of the first two switches, and CB3_TYPE_FIXES_ON=0 "
-        "would let PyPy abort the process on a read-only attribute assignment (docs/design/pypy.md)",
+        "would let PyPy abort the process on a read-only attribute assignment (docs/pypy.md)",
     ),
 ]
 

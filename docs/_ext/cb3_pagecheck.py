@@ -11,7 +11,7 @@ point off this machine, which has no network.)
 For each page: headless Chromium's DOM (after scripts ran) must hold every
 TEXT (a heading, a signature, a C function), must not be an error page, and
 must have loaded the site's stylesheet; the screenshot must show a rendered
-page, not a blank one (PNG decoding: asv_benchmarks/asvtool.py's read_png).
+page, not a blank one (PNG decoding: asv_benchmarks/tools/asvtool.py's read_png).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "asv_benchmarks"))
-from asvtool import read_png  # noqa: E402
+from tools.asvtool import read_png  # noqa: E402
 
 
 def check(dom_file: str, png_file: str, texts: list[str]) -> list[str]:

@@ -111,7 +111,9 @@ def measure(files: int, size: int, workers: int) -> list[dict[str, Any]]:
 
 
 def section(rows: list[dict[str, Any]], files: int, size: int, command: str) -> str:
-    from cb3.bench.targets import load_average as _load_average, markers, stamp
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "asv_benchmarks"))
+    from tools.machine import load_average as _load_average
+    from tools.pages import markers, stamp
 
     begin, end = markers("at-scale")
     lines = [begin, stamp(command, _load_average()) + f"; a tree of {files} files of {size // 1024} KiB.", "",
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     shown = args.page if args.page and not os.path.isabs(args.page) else Path(args.page or "PAGE").name
     text = section(rows, args.files, args.size, f"python docs/examples/encrypt_tree.py --page {shown}{options}")
     if args.page:
-        from cb3.bench.targets import replace_section
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "asv_benchmarks"))
+        from tools.pages import replace_section
 
         page = Path(args.page)
         page.write_text(replace_section(page.read_text(encoding="utf-8"), text, "at-scale"), encoding="utf-8")
