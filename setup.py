@@ -368,7 +368,7 @@ HARDENING_LINK_ARGS = ["-Wl,-z,relro,-z,now", "-Wl,-z,noexecstack"]
 
 def extension():
     # A fresh Extension (and fresh lists): hpy.devel edits them in place.
-    sources = ["module.c", "errors.c", "buffers.c", "args.c", "call.c", "types.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha20.c", "bench.c"]
+    sources = ["module.c", "errors.c", "buffers.c", "args.c", "call.c", "types.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha20.c"]
     return Extension(
         "cb3._cb3",
         sources=[f"cext/{name}" for name in sources],

@@ -10,7 +10,6 @@
  *   aead.c     ChaCha20Blake3
  *   stream.c   Stream
  *   chunked.c  Chunked (private): chunk batches of the encrypted file format (cb3/chunked/)
- *   bench.c    timing the chacha20-blake3 crate itself, for `python -m cb3 bench`
  *   hash.c     blake3, hash, keyed_hash, derive_key
  *   chacha20.c ChaCha20, hchacha20
  */
@@ -328,9 +327,6 @@ static inline const cb3_buffer *cb3_call_borrow(HPyContext *ctx, cb3_call *call,
  * and the handles, and returns `result`. */
 HPy cb3_call_end(HPyContext *ctx, cb3_call *call, HPy result);
 
-/* ---- module-level functions (bench.c) ---- */
-
-extern HPyDef bench_reference;
 /* Integer arguments: one converter (args.c), one policy per parameter.
  * Every parameter accepts an int or any object with __index__ (numpy
  * integers) and refuses anything else with "NAME must be an int, not 'T'".

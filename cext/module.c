@@ -196,7 +196,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 }
 
 static HPyDef *module_defines[] = {
-    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check, &bench_reference,
+    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check,
     &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
     &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
 };
