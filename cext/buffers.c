@@ -26,13 +26,14 @@
  * - Output bytes (CPython) are created with PyBytes_FromStringAndSize(NULL, n),
  *   filled by Rust before anyone else can see the object, then handed to HPy.
  *   On PyPy, Rust fills C memory that HPyBytes_FromStringAndSize copies
- *   (cb3ext.h, cb3_output).
+ *   (buffers.h, cb3_output).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cb3ext.h"
+#include "buffers.h"
+#include "errors.h"
 
 #if defined(PYPY_VERSION)
 #define CB3_VIEWS_PINNED 0 /* see above: PyPy does not lock exported buffers */

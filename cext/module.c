@@ -1,6 +1,10 @@
 /* The module cb3._cb3: multi-phase init registers the types and functions and
  * loads the exception classes that cb3/errors.py defines. */
-#include "cb3ext.h"
+#include "args.h"
+#include "buffers.h"
+#include "errors.h"
+#include "module.h"
+#include "types.h"
 
 HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "version()\n--\n\nThe version of the Rust core (rustlib).")
 static HPy version_impl(HPyContext *ctx, HPy self)

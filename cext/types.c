@@ -1,9 +1,10 @@
 /* What the extension's types share: making an instance that owns its Rust
  * object, type names for messages, and the refusals that make HPy types on
- * PyPy behave as CPython's do (CB3_TYPE_FIXES in cb3ext.h). */
+ * PyPy behave as CPython's do (compat.h, CB3_TYPE_FIXES_ON). */
 #include <string.h>
 
-#include "cb3ext.h"
+#include "errors.h"
+#include "types.h"
 
 /* Not HPyType_GetName: its context slot lies past h_Builtins, where PyPy's
  * HPy context differs from hpy 0.9.0's (docs/pypy.md, hpy-0.9 notes). */
