@@ -31,7 +31,6 @@ static inline void start(cb3_call *call, HPy self, void *state)
     call->self = self;
     call->state = state;
     call->made = NULL;
-    call->status = 0;
 }
 
 /* Discards unfinished outputs, frees an unadopted Rust object, releases the

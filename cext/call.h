@@ -67,7 +67,6 @@ typedef struct {
     const cb3_error_context *given; /* what cb3_raise is told: the method's, or one a hook sets */
     cb3_error_context context;      /* storage for a hook's own error context */
     void *state;             /* the method's own storage, passed by its entry point */
-    int status;              /* CB3_CALL_RUN's: 0, or -1 with the exception set */
 } cb3_call;
 
 struct cb3_method {
@@ -81,12 +80,14 @@ struct cb3_method {
     const char *exact_rule;     /* how the message states `exact` ("len(data) + 32") */
     const cb3_error_context *given; /* the static part of the error context, or NULL; the
                                        lengths of KEY, NONCE and TAG are filled in */
-    /* Hooks, each optional but run; returning 0, or -1 with the exception set. */
+    /* The Rust call (required) and the hooks (optional: NULL is none); the
+     * hooks return 0, or -1 with the exception set. */
     int (*convert)(HPyContext *ctx, cb3_call *call); /* before borrowing: OBJECT arguments */
     int (*prepare)(HPyContext *ctx, cb3_call *call); /* after sizing: the rest */
     cb3_result (*run)(cb3_call *call); /* the Rust call: only pointers from the frame */
     HPy (*finish)(HPyContext *ctx, cb3_call *call); /* CB3_RETURN_CUSTOM */
-    /* Constructors (CB3_RETURN_ADOPT): the Rust object's kind and its free function. */
+    /* Constructors: the Rust object's kind, and its free function, which
+     * the frame calls on an object made but not adopted. */
     cb3_object_kind kind;
     void (*free)(void *made);
 };
@@ -101,16 +102,6 @@ HPy cb3_method_new(HPyContext *ctx, const cb3_method *m, HPy type, const HPy *ar
 /* A new instance of call->self (a type) owning call->made, as
  * CB3_RETURN_ADOPT does (for a finish hook that sets more fields). */
 HPy cb3_call_adopt(HPyContext *ctx, const cb3_method *m, cb3_call *call);
-
-/* Runs `expr` as CB3_RUN does, then raises its failure with call->given:
- * call->status is 0, or -1 with the exception set. For a hook that makes a
- * second Rust call (blake3(data)'s first update). */
-#define CB3_CALL_RUN(ctx, call, nbytes, context, expr)                 \
-    do {                                                               \
-        cb3_result cb3_call_result_;                                   \
-        CB3_RUN(ctx, &(call)->set, nbytes, cb3_call_result_, expr);    \
-        (call)->status = cb3_call_result_ == CB3_RESULT_OK ? 0 : cb3_raise(ctx, cb3_call_result_, context); \
-    } while (0)
 
 /* The method entry points: HPyDef_METH's impl, passing the table entry. */
 #define CB3_METHOD(def, py_name, entry, doc_text)                                                            \

@@ -93,22 +93,14 @@ static const cb3_method batches[] = {
      .convert = batch_convert, .run = open_, .returns = CB3_RETURN_COUNT},
 };
 
-HPyDef_METH(Chunked_seal_into, "seal_into", HPyFunc_KEYWORDS,
-            .doc = "seal_into(first_index, last, data, out) -> int\n\n"
-                   "Seal data as chunks first_index.. into out (cb3_chunked_seal); returns bytes written.")
-static HPy Chunked_seal_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    return cb3_method_call(ctx, &batches[0], self, args, nargs, kwnames, NULL);
-}
+CB3_METHOD(Chunked_seal_into, "seal_into", batches[0],
+           "seal_into(first_index, last, data, out) -> int\n\n"
+           "Seal data as chunks first_index.. into out (cb3_chunked_seal); returns bytes written.")
 
-HPyDef_METH(Chunked_open_into, "open_into", HPyFunc_KEYWORDS,
-            .doc = "open_into(first_index, last, data, out) -> int\n\n"
-                   "Verify and decrypt chunks first_index.. into out (cb3_chunked_open); returns plaintext\n"
-                   "bytes written. cb3.DecryptionError if any chunk fails (no plaintext is left in out).")
-static HPy Chunked_open_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
-{
-    return cb3_method_call(ctx, &batches[1], self, args, nargs, kwnames, NULL);
-}
+CB3_METHOD(Chunked_open_into, "open_into", batches[1],
+           "open_into(first_index, last, data, out) -> int\n\n"
+           "Verify and decrypt chunks first_index.. into out (cb3_chunked_open); returns plaintext\n"
+           "bytes written. cb3.DecryptionError if any chunk fails (no plaintext is left in out).")
 
 /* ---- the stream header: rustlib's one codec ---- */
 

@@ -165,7 +165,7 @@ static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data)
 }
 
 /* update_mmap reads with the GIL released; between chunks Rust calls
- * check_signals (at most every 20 ms, and at once after EINTR), which takes
+ * check_signals (at intervals, and at once after EINTR), which takes
  * the GIL back to run Python's signal handlers: Ctrl-C on /dev/zero or a
  * FIFO raises KeyboardInterrupt instead of reading forever. (Only the main
  * thread runs handlers; elsewhere it returns at once.) */
