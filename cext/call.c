@@ -9,7 +9,7 @@
  * the rest is written before it is read. One loop per array: a single loop
  * over both lets the compiler emit one memset (a rep stos), slower than the
  * vector stores of two short ones. */
-static inline void start(cb3_call *call, HPy self, void *state)
+static inline __attribute__((always_inline)) void start(cb3_call *call, HPy self, void *state)
 {
     for (int i = 0; i < CB3_MAX_ARGS; i++)
         call->arg[i] = HPy_NULL;
@@ -35,7 +35,8 @@ static inline void start(cb3_call *call, HPy self, void *state)
 
 /* Discards unfinished outputs, frees an unadopted Rust object, releases the
  * buffers and the handles, and returns `result`. */
-static HPy end(HPyContext *ctx, const cb3_method *m, cb3_call *call, HPy result)
+static inline __attribute__((always_inline)) HPy end(HPyContext *ctx, const cb3_method *m, cb3_call *call,
+                                                    HPy result)
 {
     for (size_t i = 0; i < sizeof call->out / sizeof call->out[0]; i++)
         cb3_output_discard(&call->out[i]);
@@ -173,6 +174,14 @@ HPy cb3_method_call(HPyContext *ctx, const cb3_method *m, HPy self, const HPy *a
     start(&call, self, state);
     if (cb3_parse_args(ctx, &m->spec, args, nargs, kwnames, call.arg) < 0)
         return HPy_NULL;
+    return end(ctx, m, &call, run(ctx, m, &call));
+}
+
+HPy cb3_method_call_o(HPyContext *ctx, const cb3_method *m, HPy self, HPy arg)
+{
+    cb3_call call;
+    start(&call, self, NULL);
+    call.arg[0] = arg;
     return end(ctx, m, &call, run(ctx, m, &call));
 }
 

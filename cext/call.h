@@ -96,6 +96,9 @@ struct cb3_method {
  * arguments; `state` is the method's own storage (call->state) or NULL. */
 HPy cb3_method_call(HPyContext *ctx, const cb3_method *m, HPy self, const HPy *args, size_t nargs, HPy kwnames,
                     void *state);
+/* The same for a method of one positional argument (HPyFunc_O: the
+ * interpreter checks the count, so there is nothing to parse). */
+HPy cb3_method_call_o(HPyContext *ctx, const cb3_method *m, HPy self, HPy arg);
 /* The same for a constructor (tp_new's arguments). */
 HPy cb3_method_new(HPyContext *ctx, const cb3_method *m, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw);
 

@@ -161,7 +161,7 @@ HPyDef_METH(Blake3_update, "update", HPyFunc_O,
                    "max_threads != 1, inputs of 128 KiB or more are hashed on several threads.")
 static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data)
 {
-    return cb3_method_call(ctx, &update_method, self, &data, 1, HPy_NULL, NULL);
+    return cb3_method_call_o(ctx, &update_method, self, data);
 }
 
 /* update_mmap reads with the GIL released; between chunks Rust calls
