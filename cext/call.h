@@ -20,7 +20,8 @@
 #include "errors.h"
 
 /* What an argument is to its method: how the frame takes it, and what it
- * tells the frame. */
+ * tells the frame. A method has each role but OBJECT at most once
+ * (call->in is indexed by role). */
 typedef enum {
     CB3_ARG_OBJECT = 0, /* not borrowed: the handle stays in call->arg[i], for the hooks */
     CB3_ARG_KEY,        /* read; its length explains a key-length failure */
