@@ -47,10 +47,10 @@ static inline __attribute__((always_inline)) HPy end(HPyContext *ctx, const cb3_
     return result;
 }
 
-static HPy pair(HPyContext *ctx, cb3_call *call)
+HPy cb3_pair(HPyContext *ctx, HPy first, HPy second)
 {
     HPy result = HPy_NULL;
-    HPy items[2] = {cb3_output_finish(ctx, &call->out[0]), cb3_output_finish(ctx, &call->out[1])};
+    HPy items[2] = {first, second};
     if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
         result = HPyTuple_FromArray(ctx, items, 2);
     for (int i = 0; i < 2; i++) {
@@ -153,7 +153,7 @@ static HPy run(HPyContext *ctx, const cb3_method *m, cb3_call *call)
     case CB3_RETURN_BYTES:
         return cb3_output_finish(ctx, &call->out[0]);
     case CB3_RETURN_PAIR:
-        return pair(ctx, call);
+        return cb3_pair(ctx, cb3_output_finish(ctx, &call->out[0]), cb3_output_finish(ctx, &call->out[1]));
     case CB3_RETURN_COUNT:
         return cb3_count_new(ctx, call->written);
     case CB3_RETURN_NONE:

@@ -107,6 +107,10 @@ HPy cb3_method_new(HPyContext *ctx, const cb3_method *m, HPy type, const HPy *ar
  * CB3_RETURN_ADOPT does (for a finish hook that sets more fields). */
 HPy cb3_call_adopt(HPyContext *ctx, const cb3_method *m, cb3_call *call);
 
+/* The tuple (first, second), taking both handles (closed here); HPy_NULL,
+ * with the exception set, if either is HPy_NULL or the tuple fails. */
+HPy cb3_pair(HPyContext *ctx, HPy first, HPy second);
+
 /* The method entry points: HPyDef_METH's impl, passing the table entry. */
 #define CB3_METHOD(def, py_name, entry, doc_text)                                                            \
     HPyDef_METH(def, py_name, HPyFunc_KEYWORDS, .doc = doc_text)                                             \

@@ -161,15 +161,7 @@ static cb3_result decode(cb3_call *call)
 /* (chunk_size, nonce_prefix) */
 static HPy decode_finish(HPyContext *ctx, cb3_call *call)
 {
-    HPy result = HPy_NULL;
-    HPy items[2] = {HPyLong_FromSize_t(ctx, call->written), cb3_output_finish(ctx, &call->out[0])};
-    if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
-        result = HPyTuple_FromArray(ctx, items, 2);
-    for (int i = 0; i < 2; i++) {
-        if (!HPy_IsNull(items[i]))
-            HPy_Close(ctx, items[i]);
-    }
-    return result;
+    return cb3_pair(ctx, HPyLong_FromSize_t(ctx, call->written), cb3_output_finish(ctx, &call->out[0]));
 }
 
 static const cb3_method decode_method = {
