@@ -5,16 +5,12 @@
 #include "types.h"
 
 /* Sets only what the end of the call and the parsers read (the arguments,
- * the owned handles, the borrowed count, the outputs), not the whole frame:
- * the rest is written before it is read. One loop per array: a single loop
- * over both lets the compiler emit one memset (a rep stos), slower than the
- * vector stores of two short ones. */
+ * the borrowed count, the outputs), not the whole frame: the rest is written
+ * before it is read (a constructor's owned handles by cb3_parse_new_args). */
 static inline __attribute__((always_inline)) void start(cb3_call *call, HPy self, void *state)
 {
     for (int i = 0; i < CB3_MAX_ARGS; i++)
         call->arg[i] = HPy_NULL;
-    for (int i = 0; i < CB3_MAX_ARGS; i++)
-        call->owned[i] = HPy_NULL;
     call->set.count = 0;
     for (size_t i = 0; i < sizeof call->out / sizeof call->out[0]; i++) {
         call->out[i].ptr = NULL;
@@ -33,17 +29,21 @@ static inline __attribute__((always_inline)) void start(cb3_call *call, HPy self
     call->made = NULL;
 }
 
-/* Discards unfinished outputs, frees an unadopted Rust object, releases the
- * buffers and the handles, and returns `result`. */
+/* Discards unfinished outputs (an output owns memory only while its `ptr`
+ * is set), frees an unadopted Rust object, releases the buffers and, for a
+ * constructor, the handles its parser made; returns `result`. */
 static inline __attribute__((always_inline)) HPy end(HPyContext *ctx, const cb3_method *m, cb3_call *call,
-                                                    HPy result)
+                                                    HPy result, int constructor)
 {
-    for (size_t i = 0; i < sizeof call->out / sizeof call->out[0]; i++)
-        cb3_output_discard(&call->out[i]);
+    for (size_t i = 0; i < sizeof call->out / sizeof call->out[0]; i++) {
+        if (call->out[i].ptr != NULL)
+            cb3_output_discard(&call->out[i]);
+    }
     if (call->made != NULL)
         m->free(call->made);
     cb3_release_all(ctx, &call->set);
-    cb3_close_all(ctx, call->owned, CB3_MAX_ARGS);
+    if (constructor)
+        cb3_close_all(ctx, call->owned, CB3_MAX_ARGS);
     return result;
 }
 
@@ -174,7 +174,7 @@ HPy cb3_method_call(HPyContext *ctx, const cb3_method *m, HPy self, const HPy *a
     start(&call, self, state);
     if (cb3_parse_args(ctx, &m->spec, args, nargs, kwnames, call.arg) < 0)
         return HPy_NULL;
-    return end(ctx, m, &call, run(ctx, m, &call));
+    return end(ctx, m, &call, run(ctx, m, &call), 0);
 }
 
 HPy cb3_method_call_o(HPyContext *ctx, const cb3_method *m, HPy self, HPy arg)
@@ -182,7 +182,7 @@ HPy cb3_method_call_o(HPyContext *ctx, const cb3_method *m, HPy self, HPy arg)
     cb3_call call;
     start(&call, self, NULL);
     call.arg[0] = arg;
-    return end(ctx, m, &call, run(ctx, m, &call));
+    return end(ctx, m, &call, run(ctx, m, &call), 0);
 }
 
 HPy cb3_method_new(HPyContext *ctx, const cb3_method *m, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
@@ -192,5 +192,5 @@ HPy cb3_method_new(HPyContext *ctx, const cb3_method *m, HPy type, const HPy *ar
     HPy result = HPy_NULL;
     if (cb3_parse_new_args(ctx, &m->spec, args, nargs, kw, call.arg, call.owned) == 0)
         result = run(ctx, m, &call);
-    return end(ctx, m, &call, result);
+    return end(ctx, m, &call, result, 1);
 }

@@ -51,7 +51,7 @@ typedef struct cb3_method cb3_method;
 
 typedef struct {
     HPy arg[CB3_MAX_ARGS];   /* the arguments by name (borrowed handles; HPy_NULL if absent) */
-    HPy owned[CB3_MAX_ARGS]; /* constructors: handles cb3_parse_new_args made, closed at the end */
+    HPy owned[CB3_MAX_ARGS]; /* constructors only: handles cb3_parse_new_args made, closed at the end */
     cb3_borrowed set;        /* the buffers borrowed, released at the end */
     cb3_output out[2];       /* new bytes being filled: discarded at the end unless finished */
     /* The rest is set as the call goes on, and read only after that. */
