@@ -63,8 +63,7 @@ __all__ = [
 ]
 
 # Encrypting data of any size (cb3/chunked/, docs/stream-format.md): the
-# writer, the reader, the file helpers, the format's constants and exceptions,
-# and the Stream*/STREAM_* names these had before (the same objects).
+# writer, the reader, the file helpers, the format's constants and exceptions.
 __all__ += chunked.__all__
 
 __all__ += ["get_include", "get_library_dir", "get_libraries", "get_link_args"]
