@@ -1,5 +1,6 @@
 """What the commands of ``python -m cb3`` share: the exit statuses, the
-progress bar, and what to do when the reader of stdout goes away."""
+progress bar, sizes for people, and what to do when the reader of stdout
+goes away."""
 
 from __future__ import annotations
 
@@ -49,3 +50,11 @@ class Progress:
     def close(self) -> None:
         sys.stderr.write("\r\x1b[K")
         sys.stderr.flush()
+
+
+def human_size(size: int) -> str:
+    """A byte count in the largest binary unit that divides it ("64 KiB")."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
