@@ -49,7 +49,9 @@ from typing import IO, Any, Callable, Iterator, Sequence
 
 import cb3
 from cb3 import _cb3
-from cb3.chunked import CHUNKED_CHUNK_SIZE, encode_header, same_file
+from cb3.chunked import CHUNKED_CHUNK_SIZE
+from cb3.chunked.files import same_file
+from cb3.chunked.format import encode_header
 
 from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress
 
