@@ -159,11 +159,25 @@ class BatchOutput:
         else:
             self._todo.put((buffer, start, end))
 
-    def close(self, wipe: bool = False) -> None:
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """close(); when the block raised, its exception propagates, not a
+        write error of a batch queued before it."""
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def close(self) -> None:
         """Waits for the queued writes (also when the caller is interrupted:
-        no write may reach the sink after the helper returned); raises the
-        first write error. With `wipe`, zeroes every buffer that passed
-        through (plaintext)."""
+        no write may reach the sink after the helper returned), zeroes every
+        buffer that passed through (the file helpers' plaintext) and raises
+        the first write error."""
         interrupted: BaseException | None = None
         if self._thread is not None:
             self._todo.put(None)
@@ -172,9 +186,8 @@ class BatchOutput:
                     self._thread.join()
                 except BaseException as error:  # KeyboardInterrupt: join again, raise it after
                     interrupted = interrupted or error
-        if wipe:
-            for buffer in self._buffers:
-                buffer[:] = bytes(len(buffer))
+        for buffer in self._buffers:
+            buffer[:] = bytes(len(buffer))
         if interrupted is not None:
             raise interrupted
         self._check()

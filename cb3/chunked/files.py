@@ -150,25 +150,24 @@ def _encrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, *, 
     buf = bytearray(capacity + 1)
     view = memoryview(buf)
     fileio.write_all(sink, memoryview(sealer.header))
-    output = fileio.BatchOutput(sink, sealer.threads > 1, sealer.sealed_size(capacity))
     total = 0
     try:
-        got = fileio.read_full(source, view)
-        while True:
-            more = got == capacity + 1
-            length = capacity if more else got
-            out = output.buffer()
-            output.submit(out, sealer.seal(view[:length], not more, out))
-            total += length
-            if not more:
-                break
-            if progress is not None:
-                progress(total)
-            buf[0] = buf[capacity]
-            got = 1 + fileio.read_full(source, view[1:])
+        with fileio.BatchOutput(sink, sealer.threads > 1, sealer.sealed_size(capacity)) as output:
+            got = fileio.read_full(source, view)
+            while True:
+                more = got == capacity + 1
+                length = capacity if more else got
+                out = output.buffer()
+                output.submit(out, sealer.seal(view[:length], not more, out))
+                total += length
+                if not more:
+                    break
+                if progress is not None:
+                    progress(total)
+                buf[0] = buf[capacity]
+                got = 1 + fileio.read_full(source, view[1:])
     finally:
         view[:] = bytes(len(buf))  # plaintext
-        output.close()
     if progress is not None:
         progress(total)
     return total
@@ -198,18 +197,14 @@ def decrypt_file(
 
 def _decrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, associated_data: Buffer | None,
                     max_threads: int, progress: Callable[[int], None] | None) -> int:
-    with DecryptingReader(source, key, associated_data=associated_data, max_threads=max_threads) as reader:
-        output = fileio.BatchOutput(sink, _cb3.thread_count(max_threads) > 1)
+    with DecryptingReader(source, key, associated_data=associated_data, max_threads=max_threads) as reader, \
+            fileio.BatchOutput(sink, _cb3.thread_count(max_threads) > 1) as output:
         total = 0
-        try:
-            while True:
-                buffer, start, end = reader._take_batch(output.buffer())
-                output.submit(buffer, end, start)
-                if end == start:
-                    break
-                total += end - start
-                if progress is not None:
-                    progress(total)
-        finally:
-            output.close(wipe=True)
-        return total
+        while True:
+            buffer, start, end = reader._take_batch(output.buffer())
+            output.submit(buffer, end, start)
+            if end == start:
+                return total
+            total += end - start
+            if progress is not None:
+                progress(total)
