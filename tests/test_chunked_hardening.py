@@ -355,6 +355,13 @@ def test_thread_counts_are_capped_at_the_usable_cores() -> None:
     cores = cb3._cb3.thread_count(cb3.AUTO)
     assert 1 <= cores <= (os.cpu_count() or 1)
     assert cb3._cb3.thread_count(64) == cores and cb3._cb3.thread_count(1) == 1
+    for bad, kind in ((0, ValueError), (-2, ValueError), (2**70, ValueError), (True, TypeError), (1.0, TypeError)):
+        with pytest.raises(kind, match="^max_threads must be"):
+            cb3._cb3.thread_count(bad)
+        with pytest.raises(kind, match="^max_threads must be"):
+            cb3.EncryptingWriter(io.BytesIO(), KEY, max_threads=bad)
+    maker, model = cb3._cb3.cpu_maker(), cb3._cb3.cpu_model()
+    assert maker in ("Intel", "AMD", "other") and isinstance(model, str) and model
     writer = cb3.EncryptingWriter(io.BytesIO(), KEY, max_threads=64)
     assert len(writer._pending) <= fileio.BATCH_BYTES_PER_THREAD * cores
     writer.abort()
