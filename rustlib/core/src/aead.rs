@@ -36,7 +36,7 @@ use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::cache::PieceBuffer;
-use crate::xor::{xor_keystream, Source};
+use crate::chacha20::{xor_keystream, Source};
 use crate::error::{Error, Result};
 use crate::parallel::{self, LazyPool, Workers};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
@@ -135,11 +135,11 @@ const STACK_STAGE: usize = crate::blake3_compressions::CHUNK_LEN;
 const SHORT_STAGE: usize = 512;
 
 /// Whether a direct-path message is short: at most
-/// `chacha20_blocks::MAX_BLOCKS` blocks (no crate ChaCha frames) and staged
+/// `chacha20::blocks::MAX_BLOCKS` blocks (no crate ChaCha frames) and staged
 /// in `SHORT_STAGE` bytes, so its calls write less stack and `scrub_direct`
 /// zeroes less (its share of a 64-byte message's time was 6%).
 fn short(aad_len: usize, len: usize) -> bool {
-    len <= crate::chacha20_blocks::MAX_BLOCKS * 64 && aad_len.saturating_add(len) <= SHORT_STAGE - 16
+    len <= crate::chacha20::blocks::MAX_BLOCKS * 64 && aad_len.saturating_add(len) <= SHORT_STAGE - 16
 }
 
 /// The per-message secrets (of both paths; the direct path also keeps its
@@ -157,7 +157,7 @@ struct Secrets {
     /// The MAC's chaining value (one-chunk MAC inputs).
     cv: [u32; 8],
     /// Keystream for the message's last partial kilobyte (more than
-    /// `chacha20_blocks::MAX_BLOCKS` blocks), left uninitialized until then:
+    /// `chacha20::blocks::MAX_BLOCKS` blocks), left uninitialized until then:
     /// zeroing its 1 KiB cost every short message ~5% of its time.
     keystream: MaybeUninit<[chacha20::cipher::Block<ChaCha20LegacyCore>; 16]>,
     /// Blocks of `keystream` written (the first `blocks` are initialized).
@@ -237,10 +237,10 @@ impl Secrets {
         let mut keystream = MessageKeystream {
             keys: self,
             stream,
-            wide: crate::chacha20_wide::available(),
+            wide: crate::chacha20::wide::available(),
             pos: offset as u64,
-            carry: [0; crate::chacha20_wide::UNIT_BYTES],
-            carry_at: crate::chacha20_wide::UNIT_BYTES,
+            carry: [0; crate::chacha20::wide::UNIT_BYTES],
+            carry_at: crate::chacha20::wide::UNIT_BYTES,
         };
         if keystream.wide && offset % 64 != 0 {
             // The rest of the unit from this block on, so that the kernel
@@ -276,10 +276,10 @@ impl Secrets {
     }
 
     /// `out = input XOR keystream` (in place when `input` is None): up to
-    /// `chacha20_blocks::MAX_BLOCKS` blocks by cb3's own block function,
+    /// `chacha20::blocks::MAX_BLOCKS` blocks by cb3's own block function,
     /// longer messages through the crate's backends (`xor_long`).
     fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8]) {
-        if out.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
+        if out.len() <= crate::chacha20::blocks::MAX_BLOCKS * 64 {
             self.xor_blocks(0, input, out);
         } else {
             self.xor_long(input, out);
@@ -287,23 +287,23 @@ impl Secrets {
     }
 
     /// `out = input XOR keystream` from block `counter` on, at most
-    /// `chacha20_blocks::MAX_BLOCKS` blocks.
+    /// `chacha20::blocks::MAX_BLOCKS` blocks.
     fn xor_blocks(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8]) {
         let (enc_key, enc_nonce) = self.enc_key_nonce();
-        crate::chacha20_blocks::xor(enc_key, enc_nonce, counter, input, out);
+        crate::chacha20::blocks::xor(enc_key, enc_nonce, counter, input, out);
     }
 
     /// `out = input XOR keystream` from block `counter` on for the whole
-    /// kilobytes at the front of `out` where `chacha20_wide` runs on this
+    /// kilobytes at the front of `out` where `chacha20::wide` runs on this
     /// CPU, and `copy` the same if given; returns the bytes done (0
     /// elsewhere).
     fn xor_wide(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8], copy: Option<&mut [u8]>) -> usize {
         let (enc_key, enc_nonce) = self.enc_key_nonce();
-        crate::chacha20_wide::xor_copying(enc_key, crate::chacha20_wide::Nonce::Djb(enc_nonce), counter, 10, input, out, copy)
+        crate::chacha20::wide::xor_copying(enc_key, crate::chacha20::wide::Nonce::Djb(enc_nonce), counter, 10, input, out, copy)
     }
 
-    /// `xor` for messages of more than `chacha20_blocks::MAX_BLOCKS` blocks:
-    /// whole kilobytes by `chacha20_wide` or else the crate's 16-wide
+    /// `xor` for messages of more than `chacha20::blocks::MAX_BLOCKS` blocks:
+    /// whole kilobytes by `chacha20::wide` or else the crate's 16-wide
     /// backend, the rest by `xor_blocks` or four or more blocks of the
     /// crate's. Not inlined: these frames stay out of the stack of short
     /// messages (scrubbed less deeply, `scrub_direct`).
@@ -325,7 +325,7 @@ impl Secrets {
         } else {
             core.set_block_pos((whole / 64) as u64);
         }
-        if tail.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
+        if tail.len() <= crate::chacha20::blocks::MAX_BLOCKS * 64 {
             self.xor_blocks((whole / 64) as u64, tail_in, tail);
         } else {
             // At least four blocks: one costs the AVX-512 backend 3x four.
@@ -529,7 +529,7 @@ fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut [u8]) -> R
 const KEYSTREAM_RUN: usize = 256;
 
 /// A message's keystream from some byte position on (`Secrets::keystream`):
-/// by `chacha20_wide` where it runs on this CPU, else by the crate's cipher.
+/// by `chacha20::wide` where it runs on this CPU, else by the crate's cipher.
 ///
 /// The kernel makes whole units from a block boundary on; the keystream of
 /// the unit that a call ends inside is kept (`carry`) for the next call. So
@@ -546,7 +546,7 @@ struct MessageKeystream<'a> {
     /// Kernel only: the message byte the next call starts at.
     pos: u64,
     /// Kernel only: keystream bytes `carry[carry_at..]` come next.
-    carry: [u8; crate::chacha20_wide::UNIT_BYTES],
+    carry: [u8; crate::chacha20::wide::UNIT_BYTES],
     carry_at: usize,
 }
 
@@ -600,7 +600,7 @@ impl MessageKeystream<'_> {
     /// `carry` = the keystream unit from block `counter` on (zeros XOR
     /// keystream: no `memset` of `carry` first).
     fn refill(&mut self, counter: u64) {
-        static ZEROS: [u8; crate::chacha20_wide::UNIT_BYTES] = [0; crate::chacha20_wide::UNIT_BYTES];
+        static ZEROS: [u8; crate::chacha20::wide::UNIT_BYTES] = [0; crate::chacha20::wide::UNIT_BYTES];
         let made = self.keys.xor_wide(counter, Some(&ZEROS), &mut self.carry, None);
         debug_assert_eq!(made, self.carry.len());
     }
@@ -766,7 +766,7 @@ struct Pass<'a> {
     /// The address of the output's first byte, where each piece's private
     /// bytes are to lie at the same offset from a 64-byte line as their
     /// place in the output (`seal`: the kernel then stores whole lines of
-    /// both, `chacha20_wide`); None: anywhere.
+    /// both, `chacha20::wide`); None: anywhere.
     out_addr: Option<usize>,
     piece: &'a PieceFn<'a>,
 }
@@ -935,7 +935,7 @@ impl<'a> Pass<'a> {
 ///
 /// Every byte of the data is read once and XORed into a private piece
 /// buffer, where it is MACed; `out` gets the same ciphertext, stored from
-/// the same registers (`chacha20_wide::xor_copying`) or copied from the
+/// the same registers (`chacha20::wide::xor_copying`) or copied from the
 /// private buffer: the tag covers exactly the ciphertext written, whatever
 /// anyone else writes into the input or `out` meanwhile. Messages of at least
 /// `parallel::PARALLEL_MIN` bytes run on `pool`'s threads if it is given;

@@ -11,8 +11,6 @@ pub mod aead;
 pub mod blake3_compressions;
 pub mod cache;
 pub mod chacha20;
-pub mod chacha20_blocks;
-pub mod chacha20_wide;
 pub mod chunked;
 mod error;
 pub mod hash;
@@ -20,6 +18,5 @@ pub mod info;
 pub mod parallel;
 pub mod stream;
 pub mod wipe;
-mod xor;
 
 pub use error::{Error, Result};

@@ -3,15 +3,15 @@
 //! 8-byte nonce), the bytes of the `chacha20` crate's `ChaCha20LegacyCore`
 //! (checked against it below, counter wrap at 2^64 included).
 //!
-//! Why not the crate: its AVX-512 backend takes 2-5x longer for one or two
-//! blocks than for four (`chacha20::CACHE_BLOCKS`), and its calls into
-//! non-inlined `rounds` and loads cost as much again. Here each block is
+//! Why not the crate: its AVX-512 backend is slower for one or two blocks
+//! than for four (`CACHE_BLOCKS`), and its calls into non-inlined `rounds`
+//! and loads add their own cost. Here each block is
 //! one row per 128-bit register (SSE2, with AVX-512VL's `vprold` rotates
 //! when the CPU has them), the blocks interleaved, XORed straight from the
 //! registers into the output. Other targets keep the crate.
 
-/// The most blocks `xor` handles: longer runs go to the crate's 16-wide
-/// backends.
+/// The most blocks `xor` handles: longer runs go to the 16-block kernels
+/// (`wide`) or the crate's backends.
 pub const MAX_BLOCKS: usize = 4;
 
 /// `out = input XOR keystream` (`out ^= keystream` when `input` is None),
@@ -35,7 +35,7 @@ pub fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&[u8]>, 
         let count = out.len().div_ceil(64);
         core.write_keystream_blocks(&mut blocks[..count]);
         let keystream = chacha20::cipher::array::Array::slice_as_flattened(&blocks[..count]);
-        crate::xor::xor_keystream(out, input, keystream);
+        super::xor_keystream(out, input, keystream);
         for block in &mut blocks[..count] {
             crate::wipe::wipe_bytes(block);
         }
