@@ -35,7 +35,7 @@ use chacha20::{ChaCha20Legacy, ChaCha20LegacyCore};
 use chacha20_blake3::ChaCha20Blake3;
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::cache::PieceBuffer;
+use crate::buffer::PieceBuffer;
 use crate::chacha20::{xor_keystream, Source};
 use crate::error::{Error, Result};
 use crate::parallel::{self, LazyPool, Workers};
@@ -54,19 +54,19 @@ pub const TAG_SIZE: usize = 32;
 
 /// Bytes per keystream step of the final pass of a staged decryption (which
 /// XORs from the private copy into the output): from this CPU's L1d
-/// (`cache::Pieces::xor_piece`).
+/// (`pieces::Pieces::xor_piece`).
 fn xor_piece_len() -> usize {
     #[cfg(test)]
     if let n @ 1.. = tests::XOR_PIECE_OVERRIDE.load(Ordering::Relaxed) {
         return n;
     }
-    crate::cache::tuning().1.xor_piece
+    crate::pieces::tuning().1.xor_piece
 }
 
 /// Bytes per piece of the one pass over a message that `seal` makes: each
 /// piece of the data is XORed into memory no one else can see (and into the
 /// output) and MACed there while it is in L2 (from this CPU's L2 and maker:
-/// `cache::Pieces::seal_piece`). Pieces are aligned in the MAC input (which
+/// `pieces::Pieces::seal_piece`). Pieces are aligned in the MAC input (which
 /// starts with the associated data), so BLAKE3 hashes every piece but the
 /// first 16 chunks at a time.
 fn seal_piece_len() -> usize {
@@ -75,18 +75,18 @@ fn seal_piece_len() -> usize {
 
 /// The same for `open`'s pass, which copies each piece of the ciphertext
 /// into private memory and MACs it there (half this CPU's L2, at most
-/// `seal_piece_len()`: `cache::Pieces::open_piece`).
+/// `seal_piece_len()`: `pieces::Pieces::open_piece`).
 fn open_piece_len() -> usize {
     piece_len(|pieces| pieces.open_piece)
 }
 
 /// The piece size `size` picks from this CPU's, or the tests' override.
-fn piece_len(size: fn(&crate::cache::Pieces) -> usize) -> usize {
+fn piece_len(size: fn(&crate::pieces::Pieces) -> usize) -> usize {
     #[cfg(test)]
     if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
         return n;
     }
-    size(&crate::cache::tuning().1)
+    size(&crate::pieces::tuning().1)
 }
 
 /// A tag as `seal` returns it: 16-byte aligned, so that the copies of the
@@ -393,7 +393,7 @@ fn on_stack<const N: usize, R>(work: impl FnOnce(*mut u8) -> R) -> R {
 /// bytes: kept between calls (allocating and zeroing a piece buffer per
 /// call cost a few % at 1 MiB), or a new one if a piece function ever ran
 /// a nested pass on this thread. In huge pages where the system has them
-/// (`cache::PieceBuffer`).
+/// (`buffer::PieceBuffer`).
 fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
     SCRATCH.with(|cell| {
         let mut owned = PieceBuffer::EMPTY;
@@ -485,7 +485,7 @@ fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24], aad: &[u
 /// (`wipe::DIRECT_SCRUB_BYTES`).
 fn scrub_direct(aad_len: usize, len: usize) {
     use crate::wipe::{scrub_stack_bytes, DIRECT_SCRUB_BYTES as DEPTH};
-    match (crate::info::avx512(), scrub_class(aad_len, len)) {
+    match (crate::cpu::avx512(), scrub_class(aad_len, len)) {
         (false, 0) => scrub_stack_bytes::<{ DEPTH[0][0] }>(),
         (false, 1) => scrub_stack_bytes::<{ DEPTH[0][1] }>(),
         (false, _) => scrub_stack_bytes::<{ DEPTH[0][2] }>(),
@@ -509,7 +509,7 @@ fn scrub_class(aad_len: usize, len: usize) -> usize {
 /// How many bytes below the caller `scrub_direct(aad_len, len)` zeroes.
 #[cfg(test)]
 fn scrub_direct_depth(aad_len: usize, len: usize) -> usize {
-    crate::wipe::DIRECT_SCRUB_BYTES[usize::from(crate::info::avx512())][scrub_class(aad_len, len)]
+    crate::wipe::DIRECT_SCRUB_BYTES[usize::from(crate::cpu::avx512())][scrub_class(aad_len, len)]
 }
 
 /// `out = input XOR keystream` from byte `offset` of the message on, in
@@ -1196,13 +1196,13 @@ mod tests {
         }
     }
 
-    /// Piece sizes other CPUs derive (`cache::pieces_for`) for the tests
+    /// Piece sizes other CPUs derive (`pieces::pieces_for`) for the tests
     /// below (0: this CPU's). Other tests running meanwhile may see them: the
     /// bytes do not depend on them.
     pub(super) static PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     pub(super) static XOR_PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-    /// The smallest and largest piece sizes `cache::pieces_for` derives
+    /// The smallest and largest piece sizes `pieces::pieces_for` derives
     /// give the crate's bytes, for lengths and associated data around the
     /// pieces, one and three leaves, and both decryption outputs.
     #[test]

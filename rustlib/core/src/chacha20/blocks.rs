@@ -24,7 +24,7 @@ pub fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&[u8]>, 
         let src = input.map_or(out.as_ptr(), |input| input.as_ptr());
         // SAFETY: `src` and `out` hold `out.len()` bytes (`src` may be `out`
         // itself, which `x86::xor` allows); AVX-512F/VL only where detected.
-        unsafe { x86::xor(key, nonce, counter, src, out.as_mut_ptr(), out.len(), crate::info::avx512()) };
+        unsafe { x86::xor(key, nonce, counter, src, out.as_mut_ptr(), out.len(), crate::cpu::avx512()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -216,7 +216,7 @@ pub mod tests {
         let mut all: Vec<(&'static str, Box<dyn Fn(&[u8; 32], &[u8; 8], u64, Option<&[u8]>, &mut [u8])>)> = vec![("xor", Box::new(xor))];
         #[cfg(target_arch = "x86_64")]
         for (name, avx512) in [("sse2", false), ("avx512", true)] {
-            if avx512 && !crate::info::avx512() {
+            if avx512 && !crate::cpu::avx512() {
                 continue;
             }
             all.push((

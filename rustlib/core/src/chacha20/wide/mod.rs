@@ -53,15 +53,15 @@ pub enum Kernel {
     Avx512,
 }
 
-/// The kernel this CPU runs: AVX-512 where cb3 uses it (`info::avx512`),
+/// The kernel this CPU runs: AVX-512 where cb3 uses it (`cpu::avx512`),
 /// else AVX2; None without AVX2 (the callers then keep the crate).
 pub fn kernel() -> Option<Kernel> {
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::info::avx512() {
+        if crate::cpu::avx512() {
             return Some(Kernel::Avx512);
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::cpu::avx2() {
             return Some(Kernel::Avx2);
         }
     }

@@ -37,7 +37,7 @@ fn kernels_here() -> Vec<Kernel> {
     let mut kernels = Vec::new();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::cpu::avx2() {
             kernels.push(Kernel::Avx2);
         }
         if std::arch::is_x86_feature_detected!("avx512f") {
