@@ -33,6 +33,16 @@ pub const UNIT_BLOCKS: usize = 16;
 /// Bytes per unit.
 pub const UNIT_BYTES: usize = UNIT_BLOCKS * 64;
 
+/// Bytes of stack below the frame that calls a kernel that `xor_with`
+/// zeroes after it (a memset of them, once per call). A kernel's frame holds
+/// whatever the compiler spills from the registers, among it a unit's
+/// keystream blocks (the AVX-512 kernel's 16 outnumber the registers),
+/// which would otherwise stay there below the depth its callers scrub. What
+/// each kernel writes (measured by `tests::kernels_write_within_the_scrub`,
+/// which fails if a compiler goes deeper) and about a quarter more.
+#[cfg(target_arch = "x86_64")]
+const KERNEL_SCRUB_BYTES: usize = 4608;
+
 /// The nonce, which also fixes the layout of the state's last row.
 #[derive(Clone, Copy)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the x86_64 kernel reads the nonce
@@ -102,7 +112,8 @@ pub fn xor_copying(
     }
 }
 
-/// `xor_copying` on the given kernel.
+/// `xor_copying` on the given kernel, whose frame is zeroed after it
+/// (`KERNEL_SCRUB_BYTES`).
 ///
 /// # Safety
 /// The CPU has the kernel's features (`kernel()`, or for the tests any
@@ -134,21 +145,34 @@ unsafe fn xor_with(
         // (`src` may be `out`, which the kernels allow; `copy` is a separate
         // `&mut`, so it overlaps neither); the CPU has the kernel's features
         // (this function's contract).
-        unsafe {
-            let dst = out.as_mut_ptr();
-            match (kernel, state.high_uniform) {
-                (Kernel::Avx2, true) => avx2::xor_units::<true>(&state, double_rounds, src, dst, copy, units),
-                (Kernel::Avx2, false) => avx2::xor_units::<false>(&state, double_rounds, src, dst, copy, units),
-                (Kernel::Avx512, true) => avx512::xor_units::<true>(&state, double_rounds, src, dst, copy, units),
-                (Kernel::Avx512, false) => avx512::xor_units::<false>(&state, double_rounds, src, dst, copy, units),
-            }
-        }
+        unsafe { run(kernel, &state, double_rounds, src, out.as_mut_ptr(), copy, units) };
         state.wipe();
+        crate::wipe::scrub_stack_bytes::<KERNEL_SCRUB_BYTES>();
         units * UNIT_BYTES
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (kernel, key, nonce, counter, double_rounds, input, copy);
         0
+    }
+}
+
+/// `dst = src XOR keystream` for `units` units on `kernel`, and `copy` the
+/// same unless it is null: the one choice of kernel code.
+///
+/// # Safety
+/// `src` (which may equal `dst`, but must not otherwise overlap it), `dst`
+/// and `copy` (null, or overlapping neither) hold `units * UNIT_BYTES`
+/// bytes; the CPU has the kernel's features.
+#[cfg(target_arch = "x86_64")]
+unsafe fn run(kernel: Kernel, state: &State, double_rounds: usize, src: *const u8, dst: *mut u8, copy: *mut u8, units: usize) {
+    // SAFETY (every arm): this function's contract is the kernels'.
+    unsafe {
+        match (kernel, state.high_uniform) {
+            (Kernel::Avx2, true) => avx2::xor_units::<true>(state, double_rounds, src, dst, copy, units),
+            (Kernel::Avx2, false) => avx2::xor_units::<false>(state, double_rounds, src, dst, copy, units),
+            (Kernel::Avx512, true) => avx512::xor_units::<true>(state, double_rounds, src, dst, copy, units),
+            (Kernel::Avx512, false) => avx512::xor_units::<false>(state, double_rounds, src, dst, copy, units),
+        }
     }
 }

@@ -209,3 +209,87 @@ fn rfc8439_encryption_on(kernel: Kernel) {
     assert_eq!(done, UNIT_BYTES, "{kernel:?}");
     assert_eq!(hex::encode(&unit[..plaintext.len()]), hex::encode(&expected), "{kernel:?}");
 }
+
+/// Runs `run` over the cases of the stack tests: one and three units of
+/// both layouts (the DJB one with the low counter word wrapping within the
+/// call); in place, out of place and with a copy; the output on a line and
+/// 16 bytes past one (the AVX-512 kernel's shifted stores). `run` gets the
+/// case's name, key, nonce, counter, input, output (holding the data, for
+/// in place), copy and data.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::type_complexity)]
+fn stack_cases(mut run: impl FnMut(&str, &[u8; 32], Nonce<'_>, u64, Option<&[u8]>, &mut [u8], Option<&mut [u8]>, &[u8])) {
+    let mut state = 0x6A09_E667_F3BC_C908;
+    let key: [u8; 32] = random(&mut state, 32).try_into().unwrap();
+    let (djb, ietf): ([u8; 8], [u8; 12]) = (random(&mut state, 8).try_into().unwrap(), random(&mut state, 12).try_into().unwrap());
+    for units in [1, 3] {
+        let len = units * UNIT_BYTES;
+        let data = random(&mut state, len);
+        for (nonce, counter, out_offset, with_copy, in_place) in [
+            (Nonce::Djb(&djb), (1 << 32) - 20, 0, false, true),
+            (Nonce::Djb(&djb), (1 << 32) - 20, 16, false, false),
+            (Nonce::Ietf(&ietf), 7, 0, true, false),
+            (Nonce::Ietf(&ietf), 7, 16, true, true),
+        ] {
+            let what = format!("{units} units, counter {counter:#x}, output {out_offset} bytes past a line, copy {with_copy}, in place {in_place}");
+            let mut out_backing = vec![0u8; len + 192];
+            let out = at_line_offset(&mut out_backing, out_offset, len);
+            out.copy_from_slice(&data);
+            let mut copy = vec![0u8; len];
+            let input = (!in_place).then_some(&data[..]);
+            run(&what, &key, nonce, counter, input, out, with_copy.then_some(&mut copy[..]), &data);
+        }
+    }
+}
+
+/// Each kernel writes at most `KERNEL_SCRUB_BYTES` of stack below the frame
+/// that calls it, so that the scrub of `xor_with` zeroes all of its frame.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn kernels_write_within_the_scrub() {
+    use crate::wipe::probe;
+    for kernel in kernels_here() {
+        let mut deepest = 0;
+        stack_cases(|what, key, nonce, counter, input, out, copy, _| {
+            let units = out.len() / UNIT_BYTES;
+            let state = State::new(key, nonce, counter, units * UNIT_BLOCKS);
+            let src = input.map_or(out.as_ptr(), |input| input.as_ptr());
+            let copy = copy.map_or(std::ptr::null_mut(), |copy| copy.as_mut_ptr());
+            let dst = out.as_mut_ptr();
+            // SAFETY: `kernel` comes from `kernels_here`; the buffers hold `units` units.
+            let (_, depth) = probe::after(|| unsafe { run(kernel, &state, 10, src, dst, copy, units) });
+            assert!(depth <= KERNEL_SCRUB_BYTES, "{kernel:?}, {what}: {depth} bytes of stack written");
+            deepest = deepest.max(depth);
+        });
+        eprintln!("{kernel:?}: {deepest} bytes of stack written, {KERNEL_SCRUB_BYTES} scrubbed");
+        assert!(deepest > 0, "{kernel:?}: the probe must see the kernel's frame");
+    }
+}
+
+/// No 8 bytes of a run's keystream are left on the stack below the caller
+/// of `xor_with`, as none of a unit's blocks in the kernels' frames (the
+/// AVX-512 kernel's 16 blocks outnumber the registers), which lie deeper
+/// than some callers' scrubs reach (`wipe::scrub_stack` after
+/// `cb3_chacha_apply`).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn no_keystream_left_on_the_stack() {
+    use crate::wipe::probe;
+    if kernels_here().is_empty() {
+        eprintln!("skipped: this CPU runs no kernel");
+    }
+    let mut left = Vec::new();
+    for kernel in kernels_here() {
+        stack_cases(|what, key, nonce, counter, input, out, copy, data| {
+            let len = out.len();
+            // SAFETY: `kernel` comes from `kernels_here`, whose features are detected.
+            let (stack, _) = probe::after(|| assert_eq!(unsafe { xor_with(kernel, key, nonce, counter, 10, input, out, copy) }, len));
+            let keystream: Vec<u8> = out.iter().zip(data).map(|(o, d)| o ^ d).collect();
+            match probe::deepest_copy(&stack, &keystream) {
+                0 => {}
+                depth => left.push(format!("{kernel:?}, {what}: down to {depth} bytes below the caller")),
+            }
+        });
+    }
+    assert!(left.is_empty(), "keystream left on the stack:\n{}", left.join("\n"));
+}
