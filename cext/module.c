@@ -64,16 +64,13 @@ static HPy thread_count_impl(HPyContext *ctx, HPy self, const HPy *args, size_t 
 {
     (void)self;
     static const cb3_argspec spec = {"thread_count", {"max_threads", NULL}, 1, 0};
-    static const cb3_int_param threads = {"max_threads", 0, "a positive int or cb3.AUTO (-1)"};
-    cb3_call call;
-    cb3_call_start(&call);
-    size_t max_threads = 1;
-    if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0)
+    HPy arg[1];
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
-    HPy result = HPy_NULL;
-    if (cb3_arg_threads(ctx, call.arg[0], &threads, &max_threads) == 0)
-        result = HPyLong_FromSize_t(ctx, cb3_threads_count(max_threads));
-    return cb3_call_end(ctx, &call, result);
+    size_t max_threads = 1;
+    if (cb3_arg_threads(ctx, arg[0], &cb3_max_threads, &max_threads) < 0)
+        return HPy_NULL;
+    return HPyLong_FromSize_t(ctx, cb3_threads_count(max_threads));
 }
 
 /* module.name = value, a new handle (HPy_NULL: its error is set). */

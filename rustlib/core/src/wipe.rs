@@ -25,18 +25,16 @@ pub const SCRUB_BYTES: usize = 4 * 1024;
 /// For the AEAD's direct path (`aead::scrub_direct`), by class of message
 /// (`aead::scrub_class`: short, i.e. at most four ChaCha blocks staged in
 /// 512 bytes; one chunk of MAC input; more), with AVX-512 and without.
-/// Measured by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path`
-/// (which fails if a backend or compiler goes deeper; each depth is about a
-/// quarter more than its measure), in bytes of stack written: with AVX-512
-/// (Zen 4) 1768, 4064 and 5656 (1736 for the first before cb3's 16-block
-/// ChaCha kernel; 2026-12-04); without, natively with AVX2 (Zen 3) and
-/// under `qemu-x86_64 -cpu Haswell` and `-cpu Nehalem` (SSE2), 1768,
-/// 2432-3024 and 5912-6232. aarch64 (larger frames) keeps `SCRUB_BYTES` and
-/// `WIDE_SCRUB_BYTES`.
+/// Each depth is about a quarter more than the bytes of stack that aead.rs's
+/// `the_scrub_reaches_every_frame_of_the_direct_path` measures the class
+/// writing (it fails if a backend or compiler goes deeper). Longer messages
+/// reach the 16-block ChaCha kernels, after which `chacha20::wide` zeroes
+/// the kernel's frame below its own: those zeros count as written too.
+/// aarch64 (larger frames) keeps `SCRUB_BYTES` and `WIDE_SCRUB_BYTES`.
 #[cfg(target_arch = "aarch64")]
 pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[SCRUB_BYTES, SCRUB_BYTES, WIDE_SCRUB_BYTES]; 2];
 #[cfg(not(target_arch = "aarch64"))]
-pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 7 * 1024]];
+pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 8 * 1024]];
 
 /// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
 /// chaining values and blake3's frames).
@@ -160,7 +158,7 @@ pub mod probe {
     /// How many bytes below the frame of the last copy of any 8-byte window
     /// of `secret` in `stack` (0: none).
     pub fn deepest_copy(stack: &[u8], secret: &[u8]) -> usize {
-        let windows: Vec<&[u8]> = secret.windows(8).collect();
+        let windows: std::collections::HashSet<&[u8]> = secret.windows(8).collect();
         stack.windows(8).position(|w| windows.contains(&w)).map_or(0, |at| stack.len() - at)
     }
 }
