@@ -32,7 +32,7 @@ static HPy cache_tuning_impl(HPyContext *ctx, HPy self)
 HPyDef_METH(panic_boundary_check, "panic_boundary_check", HPyFunc_NOARGS,
             .doc = "panic_boundary_check()\n--\n\nUnwinds a deliberate Rust panic to the boundary every export runs in and\n"
                    "returns the message of the result it made (CB3_RESULT_PANIC's). A build whose unwinder\n"
-                   "cannot do that aborts instead, as it would on any panic (rustlib/src/ffi/info.rs).")
+                   "cannot do that aborts instead, as it would on any panic (rustlib/src/info.rs).")
 static HPy panic_boundary_check_impl(HPyContext *ctx, HPy self)
 {
     (void)self;

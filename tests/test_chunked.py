@@ -1,4 +1,4 @@
-"""cb3's chunked stream format (cb3/chunked/, rustlib/src/chunked.rs,
+"""cb3's chunked stream format (cb3/chunked/, rustlib/core/src/chunked.rs,
 docs/stream-format.md): vectors from the independent implementation in
 reference.py, round trips, every kind of tampering, interrupted writers,
 I/O faults, pipes and random access.

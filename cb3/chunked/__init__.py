@@ -15,7 +15,7 @@ its security argument are in docs/stream-format.md:
     with open("out.cb3", "rb") as f, cb3.DecryptingReader(f, key) as r:
         r.seek(10**9); r.read(4096)                  # random access: decrypts one chunk
 
-The chunk work runs in the Rust core (rustlib/src/chunked.rs), in batches of
+The chunk work runs in the Rust core (rustlib/core/src/chunked.rs), in batches of
 consecutive chunks, with the GIL released and, with ``max_threads``, split
 over the Rust core's threads; that is the one concurrency engine of the
 writer, the reader and the file helpers (which also write on a thread of

@@ -7,7 +7,7 @@ exceptions (docs/stream-format.md has the layout and the security argument).
 
 The constants and the header's rules are the Rust core's (rustlib/include/cb3.h,
 exported by the extension); the chunks themselves are sealed and opened there too
-(rustlib/src/chunked.rs).
+(rustlib/core/src/chunked.rs).
 """
 
 from __future__ import annotations
