@@ -31,13 +31,13 @@ fn huge_page_from(enabled: &str, size: &str) -> Option<usize> {
     (size.is_power_of_two() && size <= MAX_HUGE_PAGE).then_some(size)
 }
 
-/// A zeroed buffer for the AEAD's pieces (`aead.rs`, one per thread), laid
+/// A zeroed buffer for the AEAD's pieces (`aead/pass.rs`, one per thread), laid
 /// out in whole transparent huge pages where `huge_page()` gives their
 /// size: its bytes are then physically contiguous, so a piece the size of
 /// the L2 spreads over the L2's sets evenly instead of wherever the 4 KiB
 /// pages of an ordinary allocation happen to fall (likely colliding, so
 /// that lines of the piece leave the L2 before the MAC reads them;
-/// docs/design/performance.md). The first write may make the kernel
+/// docs/performance.md, "Piece sizes"). The first write may make the kernel
 /// compact memory to find a huge page: once per thread. Elsewhere, an
 /// ordinary allocation of the length asked for.
 pub struct PieceBuffer {

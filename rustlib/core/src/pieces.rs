@@ -13,14 +13,14 @@ use crate::cpu::{self, Caches, Maker};
 const DEFAULT_L1D: usize = 32 * 1024;
 const DEFAULT_L2: usize = 512 * 1024;
 
-/// The piece sizes of `aead.rs`.
+/// The piece sizes of the AEAD (`aead/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pieces {
     /// One piece of the one pass that encrypts (XOR into the private piece
     /// and the output, MAC from the private piece). The piece is written
     /// once and read once right after, and the best size follows the maker
-    /// more than the cache sizes (docs/design/performance.md, "The seal
-    /// piece, by maker"): on Intel a quarter of the L2, at least 128 KiB
+    /// more than the cache sizes (docs/performance.md, "Piece sizes: by cache
+    /// and by maker"): on Intel a quarter of the L2, at least 128 KiB
     /// (below that the per-piece work shows), elsewhere the whole L2. A
     /// power of two (pieces are aligned in the MAC input, so BLAKE3 hashes
     /// whole 16-chunk subtrees) of 64 KiB to 1 MiB.
@@ -145,7 +145,7 @@ mod tests {
         for piece in [pieces.seal_piece, pieces.open_piece] {
             assert!(piece.is_power_of_two() && (64 << 10..=1 << 20).contains(&piece), "{caches:?}");
         }
-        assert!(pieces.seal_piece >= pieces.open_piece); // aead.rs sizes the piece buffer for both
+        assert!(pieces.seal_piece >= pieces.open_piece); // aead/pass.rs sizes the piece buffer for both
         assert!(pieces.xor_piece.is_power_of_two() && (16 << 10..=256 << 10).contains(&pieces.xor_piece));
         eprintln!("{}", describe().to_string_lossy());
     }

@@ -97,7 +97,7 @@ const LEAVES_PER_THREAD: usize = 8;
 /// The shortest leaf a split message gets (shorter ones when a message is
 /// split over threads: `LEAVES_PER_THREAD` would ask for less): a leaf is
 /// cut into pieces of at most its length, and pieces below 128 KiB cost
-/// more per byte ("The seal piece, by maker" in docs/design/performance.md).
+/// more per byte ("Piece sizes: by cache and by maker" in docs/performance.md).
 /// Not the piece length: where pieces are as long as a message, that message
 /// would not split at all.
 const LEAF_MIN: usize = 128 * 1024;

@@ -22,7 +22,7 @@ macro_rules! rotl512 {
 /// two lines; the blocks are then stored shifted (`store_unit_shifted`),
 /// each store one whole line of `dst`. With a copy the stores are twice
 /// as many, and stores that straddle lines slow the AEAD's pass down
-/// (docs/design/performance.md).
+/// (docs/performance.md, "The wide ChaCha20 kernels").
 ///
 /// # Safety
 /// As `avx2::xor_units`, with AVX-512F instead of AVX2.
@@ -172,7 +172,7 @@ unsafe fn store_unit(input: &Input, blocks: &[__m512i; 16], src: *const u8, dst:
 /// stores write (Python keeps a large bytes object's data 48 bytes past
 /// a line, behind its 32-byte header, a large bytearray's 16 past one),
 /// each such load would straddle two lines, and split loads slow ChaCha20
-/// down (docs/design/performance.md). `lines` then loads the two whole
+/// down (docs/performance.md, "The wide ChaCha20 kernels"). `lines` then loads the two whole
 /// lines instead and takes the 64 bytes out of them with one `vpermt2d`
 /// (a `Window` over the input). A line is then loaded twice, for the end
 /// of one piece and the start of the next, but each byte of a piece comes
