@@ -170,8 +170,7 @@ def ensure_cargo_fuzz() -> None:
     with file_lock(TOOLS / ".cargo-install.lock"):
         tool = TOOLS / "bin/cargo-fuzz"
         if not tool.exists() or output_of([tool, "--version"], check=False) != f"cargo-fuzz {CARGO_FUZZ_VERSION}":
-            run(["cargo", "install", "cargo-fuzz", "--version", CARGO_FUZZ_VERSION, "--locked", "--root", TOOLS],
-                env={"CARGO_BUILD_JOBS": "1"})
+            cargo_install("cargo-fuzz", CARGO_FUZZ_VERSION, env={"CARGO_BUILD_JOBS": "1"})
 
 
 def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:

@@ -284,6 +284,13 @@ def apt_install(packages: Sequence[str], who: str, root: bool) -> None:
             env={"DEBIAN_FRONTEND": "noninteractive"})
 
 
+def cargo_install(crate: str, version: str, env: dict[str, str] | None = None) -> None:
+    """`cargo install` of a pinned tool into TOOLS/bin (the harness calls it by
+    path, so TOOLS/bin need not be on PATH), quietly: one line before, errors after."""
+    say(f"building {crate} {version} into {TOOLS}/bin (once; a few minutes)")
+    run(["cargo", "install", "--quiet", crate, "--version", version, "--locked", "--root", TOOLS], env=env)
+
+
 def missing_commands(pairs: dict[str, str]) -> list[str]:
     """{command or absolute file: Debian package} -> the packages of the missing ones."""
     return [pkg for thing, pkg in pairs.items()
