@@ -227,7 +227,7 @@ def primary(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 
 @step("docs")
 def docs(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-    """The documentation site: Sphinx html + doctest -W -n, its links, the at-scale recipe, headless Chromium."""
+    """The documentation site: Sphinx html + doctest -W -n, its links, headless Chromium (without root: if installed)."""
     checks.docs(primary_venv(opts) / "bin/python", is_root(opts))
 
 

@@ -55,9 +55,13 @@ def chromium(out: Path, url: str, name: str, rules: str, extra: Sequence[str] = 
 
 # ---- the documentation site -----------------------------------------------------------
 def docs(python: Path, root: bool) -> None:
-    """Sphinx html + doctest with -W -n, the site's own links, the at-scale
-    recipe, headless Chromium on three pages (docs/conf.py: what the site is)."""
-    apt_install(missing_commands({"chromium": "chromium"}), "docs", root)
+    """Sphinx html + doctest with -W -n, the site's own links, headless
+    Chromium on three pages (docs/conf.py: what the site is). Without root
+    and without chromium, all but the browser check."""
+    browser = not missing_commands({"chromium": "chromium"})
+    if not browser and root:
+        apt_install(["chromium"], "docs", root)
+        browser = True
     run([python, "-m", "pip", "install", *PIP_QUIET, "-r", ROOT / "docs/requirements.txt"])
     out = WORK / "docs"
     shutil.rmtree(out, ignore_errors=True)
@@ -72,7 +76,10 @@ def docs(python: Path, root: bool) -> None:
         raise RuntimeError("sphinx doctest failed:\n" + report)
     say(*(f"    doctest: {l.strip()}" for l in report.splitlines() if re.match(r"^ +[0-9]+ tests$", l)))
     run([python, ROOT / "docs/_ext/cb3_pagecheck.py", "links", out / "html"])
-    pytest(python, "at-scale", "tests/test_at_scale.py")
+    if not browser:
+        say(f"docs: the site is {out / 'html/index.html'}; the browser check is skipped: no chromium "
+            "(apt-get install chromium as root, or: sudo bash scripts/test.sh -s docs)")
+        return
     rules, extra = "MAP * ~NOTFOUND", ["--allow-file-access-from-files", "--window-size=1280,1600",
                                        "--virtual-time-budget=5000"]
     pages = [("index", "index.html", ["Fast, committing authenticated encryption", "Quickstart",

@@ -48,10 +48,12 @@ PIP_ENV = {"PIP_DEFAULT_TIMEOUT": "180", "PIP_RETRIES": "10"}
 PIP_ATTEMPTS = 3
 
 
-def test_pins(python_version: str | None = None, path: Path | None = None) -> list[str]:
+def test_pins(python_version: str | None = None, path: Path | None = None, implementation: str = "cpython"
+              ) -> list[str]:
     """tests/requirements.txt's pins (or path's). With python_version ("3.15"):
-    those whose environment marker holds for it, without the marker (for a pip
-    that installs for another interpreter than its own, and the chroots)."""
+    those whose environment marker holds for it and `implementation` ("pypy"),
+    without the marker (for a pip that installs for another interpreter than
+    its own, and the chroots)."""
     pins = []
     for line in (path or ROOT / "tests/requirements.txt").read_text().splitlines():
         spec = line.split("#")[0].strip()
@@ -59,7 +61,9 @@ def test_pins(python_version: str | None = None, path: Path | None = None) -> li
             from packaging.markers import Marker  # nox's dependency; imported only where markers occur
 
             spec, marker = (part.strip() for part in spec.split(";", 1))
-            if not Marker(marker).evaluate({"python_version": python_version}):
+            if not Marker(marker).evaluate({"python_version": python_version, "implementation_name": implementation,
+                                            "platform_python_implementation": {"pypy": "PyPy"}.get(implementation,
+                                                                                                   "CPython")}):
                 continue
         if spec:
             pins.append(spec)
