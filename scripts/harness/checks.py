@@ -207,6 +207,10 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
         shutil.rmtree(seeds, ignore_errors=True)
         run([python, "-P", ROOT / "rustlib/fuzz/make_seeds.py", seeds], cwd=ROOT)
 
+    # fuzz_chunked.py's two files, in memory; removed below (libFuzzer's exit skips Python's atexit).
+    files = tempfile.mkdtemp(prefix="cb3-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    env["CB3_FUZZ_FILES"] = files
+
     def one(kind: str, target: str) -> subprocess.Popen[bytes]:
         corpus = work / "corpus" / f"{kind}-{target}"
         corpus.mkdir(parents=True, exist_ok=True)
@@ -230,10 +234,13 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
             results[(kind, t)] = one(kind, t).wait()
     start = time.monotonic()
     lanes = [threading.Thread(target=lane, args=(k, n)) for k, n in (("py", py), ("rust", rust))]
-    for t in lanes:
-        t.start()
-    for t in lanes:
-        t.join()
+    try:
+        for t in lanes:
+            t.start()
+        for t in lanes:
+            t.join()
+    finally:
+        shutil.rmtree(files, ignore_errors=True)
     failed = []
     say(f"\n{'kind':8} {'target':20} {'executions':>14}  result")
     for kind, target in [("py", t) for t in py] + [("rust", t) for t in rust]:
