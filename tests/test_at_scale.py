@@ -53,9 +53,15 @@ def test_tree_on_a_dask_cluster(tmp_path):
         "distributed",
         reason="dask.distributed is not installed here (tests/requirements.txt pins it for CPython up to 3.13)",
     )
+    import dask
+
     key = cb3.generate_key()
     encrypt_tree.make_tree(tmp_path / "plain", 8, 50_000)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    # The scheduler's and workers' scratch space in tmp_path (dask's default, $TMPDIR/dask-scratch-space*,
+    # stays after the run).
+    with dask.config.set({"temporary-directory": str(tmp_path / "dask")}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
         written = encrypt_tree.encrypt_tree_dask(client, key, tmp_path / "plain", tmp_path / "sealed")

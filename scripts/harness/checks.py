@@ -48,9 +48,14 @@ def pytest(python: Path | str, name: str, *args: object, cwd: Path = ROOT, env: 
 def chromium(out: Path, url: str, name: str, rules: str, extra: Sequence[str] = ()) -> None:
     base = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--hide-scrollbars", f"--user-data-dir={out / 'chromium'}", f"--host-resolver-rules={rules}", *extra]
+    # Its own home too: chromium writes a crash-report database and dconf's cache under ~ whatever the profile.
+    home = out / "chromium-home"
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_CACHE_HOME": str(home / ".cache")}
     with open(out / f"{name}.dom.html", "w") as dom, open(out / "chromium.log", "a") as log:
-        subprocess.run([*base, "--dump-dom", url], stdout=dom, stderr=log, check=True)
-        subprocess.run([*base, f"--screenshot={out / (name + '.png')}", url], stdout=log, stderr=log, check=True)
+        subprocess.run([*base, "--dump-dom", url], stdout=dom, stderr=log, check=True, env=env)
+        subprocess.run([*base, f"--screenshot={out / (name + '.png')}", url], stdout=log, stderr=log, check=True,
+                       env=env)
 
 
 # ---- the documentation site -----------------------------------------------------------
