@@ -28,17 +28,22 @@ from pathlib import Path
 from typing import Callable
 
 import nox
+import nox.virtualenv
+from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from harness import checks, lanes, suite, wheels  # noqa: E402
 from harness import chroot as chroots  # noqa: E402
 from harness.core import (CBINDGEN_VERSION, MATRIX, MATRIX_PY, MYPY_FILES, ROOT, STATICLIB, SUMMARY, SUPPORTED, TOOLS,  # noqa: E402
-                          WORK, Skip, apt_install, children_cpu, is_root, make_venv, minor_of,
+                          WORK, Skip, apt_install, cargo_install, children_cpu, is_root, make_venv, minor_of,
                           missing_commands, need_root, output_of, parse_options, pytest_basetemp, require_python, run, say,
                           source_only_tests, where_of)
 
 nox.options.envdir = ".test/nox"
 nox.options.default_venv_backend = "none"
+# Every session is python=False (no nox venv, so no use for uv): told so, nox (the pinned one, scripts/test.sh)
+# does not look for a uv binary and print "uv binary not found" when there is none.
+nox.virtualenv.HAS_UV, nox.virtualenv.UV, nox.virtualenv.UV_VERSION = False, "uv", Version("0")
 
 PRIMARY_VENV = WORK / "venv"
 PRIMARY_TESTED = threading.Event()  # the wheel builds wait for it: the memory scans and races run without that load
@@ -183,7 +188,7 @@ def sid_prepare(s: nox.Session) -> None:
 def ensure_cbindgen() -> None:
     tool = TOOLS / "bin/cbindgen"
     if not tool.exists() or output_of([tool, "--version"], check=False) != f"cbindgen {CBINDGEN_VERSION}":
-        run(["cargo", "install", "cbindgen", "--version", CBINDGEN_VERSION, "--locked", "--root", TOOLS])
+        cargo_install("cbindgen", CBINDGEN_VERSION)
 
 
 @step("rust")
@@ -191,7 +196,8 @@ def rust(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """rustlib: cargo test, the header drift check (pinned cbindgen --verify), the release archive."""
     run(["cargo", "test", "--release", "--locked"], cwd=ROOT / "rustlib")
     ensure_cbindgen()
-    r = run([TOOLS / "bin/cbindgen", "--config", "cbindgen.toml", "--crate", "cb3", "--output", "include/cb3.h",
+    # --quiet: errors only (not a warning for each private item it skips); drift is an error.
+    r = run([TOOLS / "bin/cbindgen", "--quiet", "--config", "cbindgen.toml", "--crate", "cb3", "--output", "include/cb3.h",
              "--verify", "."], cwd=ROOT / "rustlib", check=False)
     if r.returncode:
         raise RuntimeError("rustlib/include/cb3.h is out of date: regenerate it (see rustlib/cbindgen.toml)")
@@ -221,7 +227,7 @@ def primary(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 
 @step("docs")
 def docs(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
-    """The documentation site: Sphinx html + doctest -W -n, its links, the at-scale recipe, headless Chromium."""
+    """The documentation site: Sphinx html + doctest -W -n, its links, headless Chromium (without root: if installed)."""
     checks.docs(primary_venv(opts) / "bin/python", is_root(opts))
 
 
@@ -444,7 +450,11 @@ def matrix(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     table = output_of([sys.executable, MATRIX_PY, "table", "--dir", MATRIX])
     (WORK / "matrix.md").write_text(table + "\n")
     say(table)
-    run([sys.executable, MATRIX_PY, "readme", "--dir", MATRIX, "--check"], check=False)
+    same = run([sys.executable, MATRIX_PY, "page", "--dir", MATRIX, "--check"], check=False, capture=True,
+               quiet=True).returncode == 0
+    say("The table above is in .test/matrix.md. The committed page docs/results/interpreter-matrix.md "
+        + ("holds the same table." if same else "holds another run's (a full run as root, with its versions "
+           "and counts): python3 scripts/matrix.py page writes this run's into it."))
 
 
 @atexit.register

@@ -29,9 +29,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "results" / "resources.md"
 # The README's set-up command: an indented line of its Install section.
 INSTALL = re.compile(r"^    (python3 -m venv \.venv && .*)$", re.M)
-# What the test command writes outside the tracked files (docs/development.md).
-CACHES = ["/var/cache/cb3-wheels", "/var/cache/cb3-pypy", "/var/cache/cb3-cpython3.14", "/var/cache/cb3-sid",
-          "~/.cache/cb3-tools"]
+# What the test command writes outside the checkout is named cb3-*: the caches /var/cache/cb3-* (as root)
+# and ~/.cache/cb3-* (docs/development.md, "What the test command writes, and cleaning up").
+CACHE_PATTERNS = ["/var/cache/cb3-*", "~/.cache/cb3-*"]
+
+
+def caches() -> list[str]:
+    """The caches that exist now, as the page names them (~ for the home directory)."""
+    found = []
+    for pattern in CACHE_PATTERNS:
+        home = pattern.startswith("~")
+        for path in sorted(Path(os.path.expanduser(pattern)).parent.glob(Path(pattern).name)):
+            found.append("~/" + str(path.relative_to(Path.home())) if home else str(path))
+    return found
 
 
 def install_command() -> str:
@@ -83,16 +93,17 @@ def section(command: str, seconds: float, sizes: list[tuple[str, int]], test_dir
         lines += ["", f"What `bash scripts/test.sh` had written when this ran:", "",
                   "| where | size |", "|---|---|"]
         checkout = Path(test_dir).resolve().parent  # the checkout the test command ran in
-        for place in [test_dir, "rustlib/target", "build", *CACHES]:
+        for place in [test_dir, "rustlib/target", "build", *caches()]:
             path = Path(os.path.expanduser(place))
             path = path if path.is_absolute() else checkout / path
             if path.exists():
                 lines.append(f"| `{place}` | {human(disk_usage(path))} |")
-        # pytest's temporary directories: the harness gives each run its own and removes it.
+        # The temporary directories: the harness gives each pytest run and the fuzz step their own and
+        # removes them.
         temporary = [Path(tempfile.gettempdir()) / f"cb3-pytest-{os.getuid()}",
-                     Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"]
+                     Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}", *Path("/dev/shm").glob("cb3-fuzz-*")]
         left = sum(disk_usage(path) for path in temporary)
-        lines.append(f"| pytest's temporary directories (`{temporary[0]}`, `{temporary[1]}`) | "
+        lines.append(f"| temporary directories (`{temporary[0]}`, `{temporary[1]}`, `/dev/shm/cb3-fuzz-*`) | "
                      + (human(left) if left else "none left") + " |")
     lines.append(end)
     return "\n".join(lines)

@@ -24,8 +24,10 @@ ChunkedError.
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import sys
 import tempfile
 
@@ -106,7 +108,13 @@ def mutate(fdp: atheris.FuzzedDataProvider, stream: bytes, chunk_size: int, othe
     return bytes(data)
 
 
-_FILES = tempfile.mkdtemp(prefix="cb3-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+# The two files of decrypt_between_files: in CB3_FUZZ_FILES, a directory its caller made and removes
+# (the test command's fuzz step: libFuzzer ends the process without Python's atexit handlers); run by
+# hand, in a directory of its own in /dev/shm, removed at a normal exit.
+_FILES = os.environ.get("CB3_FUZZ_FILES") or tempfile.mkdtemp(
+    prefix="cb3-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+if not os.environ.get("CB3_FUZZ_FILES"):
+    atexit.register(shutil.rmtree, _FILES, True)
 
 
 def decrypt_between_files(data: bytes, aad: bytes, batch_bytes: int) -> bytes:

@@ -211,7 +211,7 @@ def profile(name: str) -> Profile:
         # PyPy 7.3's pins are lowered for its PyO3 wheels; these are built for 8.0 itself.
         return Profile("pypy8.0", Path("/var/cache/cb3-pypy8"), "sid", "pypy3", "pypy8",
                        f"pypy3,pypy3-dev,pypy3-venv,libssl-dev,{COMMON_PACKAGES}", "Debian sid chroot",
-                       [p for p in test_pins("3.11") if not p.startswith(("mypy", "setuptools", "wheel"))],
+                       [p for p in test_pins("3.11", implementation="pypy") if not p.startswith(("mypy", "setuptools", "wheel"))],
                        options=[NO_VALID_UNTIL], binary_only=())
     raise ValueError(f"unknown chroot profile {name} (pypy3.11, pypy8.0, cpython3.14 or cpython3.15)")
 

@@ -48,10 +48,12 @@ PIP_ENV = {"PIP_DEFAULT_TIMEOUT": "180", "PIP_RETRIES": "10"}
 PIP_ATTEMPTS = 3
 
 
-def test_pins(python_version: str | None = None, path: Path | None = None) -> list[str]:
+def test_pins(python_version: str | None = None, path: Path | None = None, implementation: str = "cpython"
+              ) -> list[str]:
     """tests/requirements.txt's pins (or path's). With python_version ("3.15"):
-    those whose environment marker holds for it, without the marker (for a pip
-    that installs for another interpreter than its own, and the chroots)."""
+    those whose environment marker holds for it and `implementation` ("pypy"),
+    without the marker (for a pip that installs for another interpreter than
+    its own, and the chroots)."""
     pins = []
     for line in (path or ROOT / "tests/requirements.txt").read_text().splitlines():
         spec = line.split("#")[0].strip()
@@ -59,7 +61,9 @@ def test_pins(python_version: str | None = None, path: Path | None = None) -> li
             from packaging.markers import Marker  # nox's dependency; imported only where markers occur
 
             spec, marker = (part.strip() for part in spec.split(";", 1))
-            if not Marker(marker).evaluate({"python_version": python_version}):
+            if not Marker(marker).evaluate({"python_version": python_version, "implementation_name": implementation,
+                                            "platform_python_implementation": {"pypy": "PyPy"}.get(implementation,
+                                                                                                   "CPython")}):
                 continue
         if spec:
             pins.append(spec)
@@ -282,6 +286,13 @@ def apt_install(packages: Sequence[str], who: str, root: bool) -> None:
         run(["apt-get", "update", "-qq", *opts])
         run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *opts, *packages],
             env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
+def cargo_install(crate: str, version: str, env: dict[str, str] | None = None) -> None:
+    """`cargo install` of a pinned tool into TOOLS/bin (the harness calls it by
+    path, so TOOLS/bin need not be on PATH), quietly: one line before, errors after."""
+    say(f"building {crate} {version} into {TOOLS}/bin (once; a few minutes)")
+    run(["cargo", "install", "--quiet", crate, "--version", version, "--locked", "--root", TOOLS], env=env)
 
 
 def missing_commands(pairs: dict[str, str]) -> list[str]:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from . import chroot as chroots
-from .core import (NO_RUST_PATH, PIP_QUIET, ROOT, TOOLS, WORK, copy_tree, file_lock, find_python,
-                   output_of, run, say, source_only_tests, test_pins)
+from .core import (NO_RUST_PATH, PIP_QUIET, ROOT, TOOLS, WORK, apt_install, copy_tree, file_lock, find_python,
+                   missing_commands, output_of, run, say, source_only_tests, test_pins)
 from .suite import Host, InChroot, Row, full_suite
 
 # ---- pins (every tool the wheel steps install) ------------------------------------
@@ -117,7 +117,10 @@ def ensure_tools() -> Path:
     (bin_dir / "zig-ar").write_text('#!/bin/sh\nexec "${CB3_ZIG:?}" ar "$@"\n')
     for f in ("zig-cc", "zig-ar"):
         (bin_dir / f).chmod(0o755)
-    # setup.py strips and seals (ld -r, objcopy, nm, ar) the aarch64 libcb3.a with these.
+    # setup.py strips and seals (ld -r, objcopy, nm, ar) the aarch64 libcb3.a with these, installed here (not
+    # only by the prepare step) so that `sudo bash scripts/test.sh -s wheels` runs alone on a fresh machine.
+    apt_install(sorted(set(missing_commands({f"/usr/bin/aarch64-linux-gnu-{tool}": "binutils-aarch64-linux-gnu"
+                                             for tool in ("strip", "ld", "objcopy", "nm", "ar")}))), "wheels", root=True)
     for tool in ("strip", "ld", "objcopy", "nm", "ar"):
         t = bin_a64 / tool
         if t.is_symlink() or t.exists():
@@ -440,6 +443,7 @@ def test_simd() -> bool:
     if wheel is None:
         say("SIMD: no CPython 3.11 x86_64 wheel")
         return False
+    apt_install(missing_commands({"qemu-x86_64-static": "qemu-user-static"}), "simd", root=True)
     src, venv = unpacked_sdist(), OUT / "venv-simd"
     shutil.rmtree(venv, ignore_errors=True)
     run([find_python("3.11") or "python3", "-m", "venv", venv])
