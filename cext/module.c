@@ -1,6 +1,10 @@
 /* The module cb3._cb3: multi-phase init registers the types and functions and
  * loads the exception classes that cb3/errors.py defines. */
-#include "cb3ext.h"
+#include "args.h"
+#include "buffers.h"
+#include "errors.h"
+#include "module.h"
+#include "types.h"
 
 HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "version()\n--\n\nThe version of the Rust core (rustlib).")
 static HPy version_impl(HPyContext *ctx, HPy self)
@@ -196,7 +200,7 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 }
 
 static HPyDef *module_defines[] = {
-    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check, &bench_reference,
+    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check,
     &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
     &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
 };
