@@ -1517,15 +1517,19 @@ enum cb3_result cb3_set_wait_hooks(cb3_wait_begin begin, cb3_wait_end end);
  *
  * - `prefix`, `prefix_len`: the first bytes of the file. Not NULL.
  * - `size_out`: receives the length. Not NULL.
+ * - `fault_out`: the error detail (which field, see
+ *   `cb3_passphrase_fault`). May be NULL.
  *
  * Returns `CB3_RESULT_OK`, `CB3_RESULT_INVALID_HEADER` (shorter than 20
  * bytes, not the magic "CB3PASS", another version, or a salt length out of
- * range: not a passphrase header this library reads) or
- * `CB3_RESULT_NULL_PARAMETER`.
+ * range: not a passphrase header this library reads; `*fault_out` names the
+ * field) or `CB3_RESULT_NULL_PARAMETER`. On failure nothing is written but
+ * `*fault_out`.
  */
 enum cb3_result cb3_passphrase_header_size(const uint8_t *prefix,
                                            size_t prefix_len,
-                                           size_t *size_out);
+                                           size_t *size_out,
+                                           struct cb3_passphrase_fault *fault_out);
 
 /**
  * Writes the passphrase header that wraps `key` under `passphrase`: the

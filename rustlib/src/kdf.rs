@@ -187,9 +187,6 @@ pub unsafe extern "C" fn cb3_argon2id(
 ) -> cb3_result {
     ffi_boundary_with_key(|| {
         let (password, salt) = (Raw::new(password, password_len)?, Raw::new(salt, salt_len)?);
-        if out.is_null() {
-            return Err(cb3_result::NullParameter);
-        }
         let out = Raw::output(out, out_len, out_len)?;
         disjoint(&out, &[password, salt])?;
         let params = Params { time_cost, memory_cost, parallelism };

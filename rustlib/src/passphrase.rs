@@ -76,20 +76,29 @@ fn purpose(value: u32) -> Cb3Result<Purpose> {
 ///
 /// - `prefix`, `prefix_len`: the first bytes of the file. Not NULL.
 /// - `size_out`: receives the length. Not NULL.
+/// - `fault_out`: the error detail (which field, see
+///   `cb3_passphrase_fault`). May be NULL.
 ///
 /// Returns `CB3_RESULT_OK`, `CB3_RESULT_INVALID_HEADER` (shorter than 20
 /// bytes, not the magic "CB3PASS", another version, or a salt length out of
-/// range: not a passphrase header this library reads) or
-/// `CB3_RESULT_NULL_PARAMETER`.
+/// range: not a passphrase header this library reads; `*fault_out` names the
+/// field) or `CB3_RESULT_NULL_PARAMETER`. On failure nothing is written but
+/// `*fault_out`.
 #[no_mangle]
-pub unsafe extern "C" fn cb3_passphrase_header_size(prefix: *const u8, prefix_len: usize, size_out: *mut usize) -> cb3_result {
+pub unsafe extern "C" fn cb3_passphrase_header_size(
+    prefix: *const u8,
+    prefix_len: usize,
+    size_out: *mut usize,
+    fault_out: *mut cb3_passphrase_fault,
+) -> cb3_result {
     ffi_boundary(|| {
         if prefix.is_null() || size_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
         // SAFETY: the C caller's contract: `prefix_len` readable bytes.
         let prefix = unsafe { Raw::new(prefix, prefix_len)?.as_slice() };
-        let size = passphrase::header_size(prefix).map_err(|failure| cb3_result::from(failure.error))?;
+        // SAFETY: `fault_out` is NULL or valid for a write (the contract).
+        let size = passphrase::header_size(prefix).map_err(|failure| unsafe { failed(failure, fault_out) })?;
         // SAFETY: not NULL (checked), valid for a write (the contract).
         unsafe { store(size_out, size) };
         Ok(())

@@ -103,11 +103,13 @@ fn seal_open_round_trip_and_header_size() {
     let header = seal(b"correct horse", CB3_PASSPHRASE_PURPOSE_FILE, 1, 64, 2);
     assert_eq!(header.len(), CB3_PASSPHRASE_HEADER_SIZE);
     let mut size = 0;
-    assert_eq!(unsafe { cb3_passphrase_header_size(header.as_ptr(), CB3_PASSPHRASE_PREFIX_SIZE, &mut size) }, cb3_result::Ok);
+    assert_eq!(unsafe { cb3_passphrase_header_size(header.as_ptr(), CB3_PASSPHRASE_PREFIX_SIZE, &mut size, ptr::null_mut()) }, cb3_result::Ok);
     assert_eq!(size, CB3_PASSPHRASE_HEADER_SIZE);
-    assert_eq!(unsafe { cb3_passphrase_header_size(header.as_ptr(), 19, &mut size) }, cb3_result::InvalidHeader);
-    assert_eq!(unsafe { cb3_passphrase_header_size(b"CB3STRM\x01\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00".as_ptr(), 20, &mut size) },
-               cb3_result::InvalidHeader);
+    assert_eq!(unsafe { cb3_passphrase_header_size(header.as_ptr(), 19, &mut size, ptr::null_mut()) }, cb3_result::InvalidHeader);
+    let mut fault_out = NO_FAULT;
+    let stream = b"CB3STRM\x01\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+    assert_eq!(unsafe { cb3_passphrase_header_size(stream.as_ptr(), 20, &mut size, &mut fault_out) }, cb3_result::InvalidHeader);
+    assert_eq!(fault_out.field, cb3_passphrase_field::Magic);
     assert_eq!(open(&header, b"correct horse", None), Ok(KEY));
     assert_eq!(open(&header, b"correct horsE", None), Err((cb3_result::DecryptionFailed, NO_FAULT)));
     let mut changed = header.clone();
