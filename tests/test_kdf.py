@@ -60,6 +60,13 @@ def test_random_inputs_match_argon2_cffi():
         assert kdf.hash_secret_raw(*args) == reference(*args), args
 
 
+@pytest.mark.parametrize(("memory_cost", "parallelism"), [(2047, 1), (2048, 1), (3001, 3), (8192, 4)])
+def test_memory_in_huge_pages_matches_argon2_cffi(memory_cost, parallelism):
+    # From 2 MiB on, Linux gets the blocks from an aligned mapping (kdf.rs).
+    args = (b"pw", SALT, 1, memory_cost, parallelism, 32)
+    assert kdf.hash_secret_raw(*args) == reference(*args)
+
+
 def test_keywords_and_buffers_as_argon2_cffi_names_them():
     expected = reference(b"pw", SALT, 1, 64, 2, 32)
     assert kdf.hash_secret_raw(secret=b"pw", salt=SALT, time_cost=1, memory_cost=64, parallelism=2,

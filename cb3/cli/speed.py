@@ -29,6 +29,7 @@ PEERS = (
     ("nacl", "XChaCha20-Poly1305", "PyNaCl"),
     ("Crypto", "XChaCha20-Poly1305, ChaCha20", "pycryptodome"),
     ("blake3", "BLAKE3", "blake3"),
+    ("argon2", "Argon2id", "argon2-cffi"),
 )
 
 #: A case: given a message, the call to time.

@@ -259,14 +259,27 @@ fn zeroed(len: usize) -> Option<Vec<u8>> {
 }
 
 /// Argon2's memory: `len` zeroed blocks, allocated fallibly, zeroed again
-/// before they are freed.
+/// before they are freed. On Linux, from 2 MiB on, they are an anonymous
+/// mapping (zeroed by the kernel as it is first touched), aligned to 2 MiB
+/// and advised as transparent huge pages: Argon2 reads blocks all over its
+/// memory, and with huge pages those reads miss the TLB far less and the
+/// first pass takes one page fault per 2 MiB instead of one per 4 KiB
+/// (where the system gives no huge pages, the advice changes nothing).
+/// Smaller memory, and all memory elsewhere, is a zeroed heap allocation.
 struct Blocks {
     ptr: NonNull<Block>,
     len: usize,
+    /// The whole mapping (start, length) that `ptr` lies in, or None for a
+    /// heap allocation.
+    mapping: Option<(NonNull<u8>, usize)>,
 }
 
-// SAFETY: Blocks owns its allocation exclusively, like a Box<[Block]>.
+// SAFETY: Blocks owns its memory exclusively, like a Box<[Block]>.
 unsafe impl Send for Blocks {}
+
+/// The usual transparent huge page, the alignment of a mapping and the
+/// least memory that gets one.
+const HUGE_PAGE: usize = 2 << 20;
 
 impl Blocks {
     fn new(len: usize) -> Option<Self> {
@@ -274,9 +287,37 @@ impl Blocks {
         if layout.size() == 0 {
             return None;
         }
+        if cfg!(target_os = "linux") && layout.size() >= HUGE_PAGE {
+            return Self::mapped(len, layout.size());
+        }
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
-        Some(Blocks { ptr: NonNull::new(ptr.cast())?, len })
+        Some(Blocks { ptr: NonNull::new(ptr.cast())?, len, mapping: None })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn mapped(len: usize, size: usize) -> Option<Self> {
+        let mapped = size.checked_add(HUGE_PAGE)?;
+        // SAFETY: a new private anonymous mapping; no existing memory is touched.
+        let start = unsafe {
+            libc::mmap(std::ptr::null_mut(), mapped, libc::PROT_READ | libc::PROT_WRITE,
+                       libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        if start == libc::MAP_FAILED {
+            return None;
+        }
+        let start = start.cast::<u8>();
+        let offset = (start as usize).next_multiple_of(HUGE_PAGE) - start as usize;
+        // SAFETY: `offset + size <= mapped`: inside the mapping.
+        let ptr = unsafe { start.add(offset) };
+        // SAFETY: a range of this mapping; an error only leaves the pages small.
+        unsafe { libc::madvise(ptr.cast(), size, libc::MADV_HUGEPAGE) };
+        Some(Blocks { ptr: NonNull::new(ptr.cast())?, len, mapping: Some((NonNull::new(start)?, mapped)) })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn mapped(_len: usize, _size: usize) -> Option<Self> {
+        None
     }
 
     fn as_mut(&mut self) -> &mut [Block] {
@@ -289,11 +330,20 @@ impl Blocks {
 impl Drop for Blocks {
     fn drop(&mut self) {
         let layout = Layout::array::<Block>(self.len).expect("checked in new");
-        // SAFETY: the allocation is `layout.size()` writable bytes.
+        // SAFETY: the blocks are `layout.size()` writable bytes.
         unsafe { std::ptr::write_bytes(self.ptr.as_ptr().cast::<u8>(), 0, layout.size()) };
         std::hint::black_box(self.ptr);
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
+        match self.mapping {
+            #[cfg(target_os = "linux")]
+            // SAFETY: the mapping made in `mapped`, unmapped once.
+            Some((start, mapped)) => unsafe {
+                libc::munmap(start.as_ptr().cast(), mapped);
+            },
+            #[cfg(not(target_os = "linux"))]
+            Some(_) => unreachable!("mappings are Linux's"),
+            // SAFETY: allocated in `new` with this layout.
+            None => unsafe { dealloc(self.ptr.as_ptr().cast(), layout) },
+        }
     }
 }
 
