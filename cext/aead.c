@@ -1,4 +1,4 @@
-/* cb3.ChaCha20Blake3: the AEAD class, a thin shell over cb3_aead_* (rustlib/src/ffi/aead.rs). */
+/* cb3.ChaCha20Blake3: the AEAD class, a thin shell over cb3_aead_* (rustlib/src/aead.rs). */
 
 #include "call.h"
 #include "module.h"

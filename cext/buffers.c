@@ -349,7 +349,7 @@ void cb3_release_all(HPyContext *ctx, cb3_borrowed *set)
 
 /* PyPy's HPyLong_FromInt32_t makes a small int (space.newint), a shorter
  * path than FromSize_t's newlong_from_rarith_int; on CPython FromSize_t is
- * the cheaper one (docs/design/pypy.md, "Per-call
+ * the cheaper one (docs/pypy.md, "Per-call
  * cost"). */
 HPy cb3_count_new(HPyContext *ctx, size_t count)
 {

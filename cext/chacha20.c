@@ -1,5 +1,5 @@
 /* cb3.chacha20.ChaCha20 and hchacha20: the raw ChaCha stream ciphers, a thin shell
- * over cb3_chacha_* (rustlib/src/ffi/chacha20.rs). */
+ * over cb3_chacha_* (rustlib/src/chacha20.rs). */
 #include "call.h"
 #include "module.h"
 #include "types.h"

@@ -1,5 +1,5 @@
 /* cb3._cb3.Chunked: the chunk batches of cb3's encrypted file format, a thin
- * shell over cb3_chunked_* (rustlib/src/ffi/chunked.rs). Private: cb3/chunked/
+ * shell over cb3_chunked_* (rustlib/src/chunked.rs). Private: cb3/chunked/
  * (EncryptingWriter, DecryptingReader, encrypt_file, decrypt_file) does the
  * framing and is the public API. */
 #include "call.h"

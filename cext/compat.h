@@ -47,7 +47,7 @@
  * every bytes object a C function returns gets a C copy of its contents
  * (cpyext's PyBytesObject), made and freed per call, at a cost per byte; a
  * bytearray crosses as it is, and bytes() copies it inside PyPy
- * (docs/design/pypy.md, "bytes results"). The module exports the value as
+ * (docs/pypy.md, "PyPy 8.0: bytes results"). The module exports the value as
  * OUTPUT_BYTEARRAY_MIN. A CPython build may set it (CFLAGS) for testing. */
 #if !defined(CB3_OUTPUT_BYTEARRAY_MIN)
 #if defined(PYPY_VERSION) && defined(HPY_ABI_CPYTHON)

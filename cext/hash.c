@@ -1,5 +1,5 @@
 /* cb3.blake3 and the one-shot hash / keyed_hash / derive_key: a thin shell over
- * cb3_blake3_* (rustlib/src/ffi/hash.rs) with blake3-py's interface and errors. */
+ * cb3_blake3_* (rustlib/src/hash.rs) with blake3-py's interface and errors. */
 #include <string.h>
 
 #include "call.h"

@@ -1,4 +1,4 @@
-/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/ffi/stream.rs).
+/* cb3.Stream: counter nonces over one key, a thin shell over cb3_stream_* (rustlib/src/stream.rs).
  * Its messages are the AEAD's: the same frame sizes them by the same rules
  * (CB3_SIZE_SEALED, CB3_SIZE_OPENED) as ChaCha20Blake3's encrypt and decrypt. */
 #include "call.h"

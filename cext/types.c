@@ -23,7 +23,7 @@ const char *cb3_type_name(HPyContext *ctx, HPy obj)
  * instance, and through its destroy slot the Rust object, only at a major
  * collection, and its collector cannot see the Rust allocation
  * (cb3_object_size): told nothing, it lets objects made in a loop pile up
- * without bound (docs/design/pypy.md, "Objects made in a loop"). So the
+ * without bound (docs/pypy.md, "Objects made in a loop"). So the
  * instances tell it. */
 HPyGlobal cb3_add_memory_pressure;
 

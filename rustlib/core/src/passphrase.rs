@@ -32,7 +32,7 @@ use zeroize::Zeroizing;
 use crate::aead::{open as aead_open, seal as aead_seal, Output};
 use crate::error::Error;
 use crate::kdf::{self, Failure, Field, Params, MAX_SALT_LEN, MIN_SALT_LEN};
-use crate::xor::Source;
+use crate::chacha20::Source;
 
 /// The first bytes of every passphrase header.
 pub const MAGIC: [u8; 7] = *b"CB3PASS";
