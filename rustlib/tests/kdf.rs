@@ -169,3 +169,43 @@ fn seal_refuses_bad_arguments() {
     assert_eq!(call(b"pw", 1, 99, &mut fault_out), cb3_result::InsufficientSize);
     assert!(out.iter().all(|&b| b == 0));
 }
+
+/// Neither the wrapped key nor the key derived from the passphrase stays on
+/// the calling thread's stack after a seal or an open (the boundary scrubs
+/// it; the derivation's own memory is wiped on the pool).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn seal_and_open_leave_no_key_on_the_stack() {
+    use cb3_core::wipe::probe;
+
+    let mut wrap_key = [0u8; 32];
+    assert_eq!(argon2id(b"correct horse", &SALT, 1, 64, 2, &mut wrap_key).0, cb3_result::Ok);
+    let header = seal(b"correct horse", CB3_PASSPHRASE_PURPOSE_FILE, 1, 64, 2);
+    let cases: Vec<(&str, Box<dyn Fn()>)> = vec![
+        ("cb3_passphrase_seal", Box::new(|| {
+            seal(b"correct horse", CB3_PASSPHRASE_PURPOSE_FILE, 1, 64, 2);
+        })),
+        ("cb3_passphrase_open", Box::new(|| {
+            let mut key = [0u8; 32];
+            let result = unsafe {
+                cb3_passphrase_open(header.as_ptr(), header.len(), b"correct horse".as_ptr(), 13,
+                                    CB3_PASSPHRASE_PURPOSE_FILE, ptr::null(), None, ptr::null_mut(), key.as_mut_ptr(),
+                                    32, ptr::null_mut())
+            };
+            assert_eq!(result, cb3_result::Ok);
+            // Out of this frame before the scan (the caller owns its copy).
+            std::hint::black_box(&mut key).fill(0);
+        })),
+    ];
+    let mut left = Vec::new();
+    for (name, call) in cases {
+        let (stack, _) = probe::after(|| call());
+        for (what, secret) in [("key", &KEY[..]), ("wrapping key", &wrap_key[..])] {
+            let depth = probe::deepest_copy(&stack, secret);
+            if depth != 0 {
+                left.push(format!("{name}: the {what}, {depth} bytes below the caller"));
+            }
+        }
+    }
+    assert!(left.is_empty(), "copies left on the stack: {left:?}");
+}
