@@ -22,6 +22,10 @@ KEY = bytes(range(32))
 FAST = dict(time_cost=1, memory_cost=64, parallelism=2)
 LIMITS = (kdf.MAX_TIME_COST, kdf.MAX_MEMORY_COST, kdf.MAX_PARALLELISM)
 FILE, KEY_FILE = 1, 2
+# The passphrase exceptions of cb3.errors where it defines them (the
+# extension raises these, else the classes they subclass).
+WRONG_PASSPHRASE = getattr(cb3.errors, "WrongPassphrase", cb3.DecryptionError)
+LIMIT_ERROR = getattr(cb3.errors, "PassphraseLimitError", ValueError)
 
 
 def reference(secret: bytes, salt: bytes, time_cost: int, memory_cost: int, parallelism: int, hash_len: int) -> bytes:
@@ -196,12 +200,13 @@ def test_header_unwraps_with_independent_implementations():
 
 def test_wrong_passphrase_and_modified_headers_fail_alike():
     header = seal()
-    with pytest.raises(cb3.DecryptionError, match="wrong passphrase, or a modified header"):
+    assert issubclass(WRONG_PASSPHRASE, cb3.DecryptionError)
+    with pytest.raises(WRONG_PASSPHRASE, match="wrong passphrase, or a modified header"):
         _cb3.passphrase_open(header, b"correct horsE", FILE, *LIMITS)
     for at, flip in [(13, 2), (17, 1), (18, 3), (20, 1), (35, 1), (36, 1), (67, 1), (68, 1), (99, 1)]:
         changed = bytearray(header)
         changed[at] ^= flip
-        with pytest.raises(cb3.DecryptionError, match="wrong passphrase, or a modified header"):
+        with pytest.raises(WRONG_PASSPHRASE, match="wrong passphrase, or a modified header"):
             _cb3.passphrase_open(bytes(changed), b"correct horse", FILE, *LIMITS)
 
 
@@ -229,18 +234,18 @@ def test_limits_are_refused_before_allocating():
     header = bytearray(seal())
     header[14:18] = (2**32 - 1).to_bytes(4, "big")  # 4 TiB
     started = time.monotonic()
-    with pytest.raises(ValueError, match=r"memory_cost=4294967295 KiB, above this reader's limit of 2097152 KiB; "
+    with pytest.raises(LIMIT_ERROR, match=r"memory_cost=4294967295 KiB, above this reader's limit of 2097152 KiB; "
                                          r"pass max_memory_cost=4294967295"):
         _cb3.passphrase_open(bytes(header), b"correct horse", FILE, *LIMITS)
     assert time.monotonic() - started < 0.05
     slow = bytearray(seal())
     slow[10:14] = (11).to_bytes(4, "big")
-    with pytest.raises(ValueError, match="time_cost=11, above this reader's limit of 10; pass max_time_cost=11"):
+    with pytest.raises(LIMIT_ERROR, match="time_cost=11, above this reader's limit of 10; pass max_time_cost=11"):
         _cb3.passphrase_open(bytes(slow), b"correct horse", FILE, *LIMITS)
-    with pytest.raises(ValueError, match="parallelism=2, above this reader's limit of 1; pass max_parallelism=2"):
+    with pytest.raises(LIMIT_ERROR, match="parallelism=2, above this reader's limit of 1; pass max_parallelism=2"):
         _cb3.passphrase_open(seal(), b"correct horse", FILE, 10, 64, 1)
     # A raised limit lets the header through to the tag check.
-    with pytest.raises(cb3.DecryptionError):
+    with pytest.raises(WRONG_PASSPHRASE):
         _cb3.passphrase_open(bytes(slow), b"correct horse", FILE, 11, 64, 2)
 
 
@@ -257,3 +262,23 @@ def test_seal_refuses_bad_arguments():
         seal(purpose=3)
     with pytest.raises(ValueError, match="passphrase must not be empty"):
         _cb3.passphrase_open(seal(), b"", FILE, *LIMITS)
+
+
+@pytest.mark.skipif(not hasattr(__import__("sys"), "getrefcount"), reason="needs sys.getrefcount")
+def test_calls_and_failures_leave_argument_refcounts_unchanged():
+    import sys
+
+    secret, salt, header, passphrase = bytearray(b"pw"), bytearray(SALT), seal(), b"correct horse"
+    objects = [secret, salt, header, passphrase, KEY]
+    before = [sys.getrefcount(o) for o in objects]
+    for _ in range(50):
+        kdf.hash_secret_raw(secret, salt, 1, 8, 1, 32)
+        _cb3.passphrase_open(header, passphrase, FILE, *LIMITS)
+        _cb3.passphrase_seal(passphrase, KEY, FILE, 1, 64, 1, salt)
+        for bad in (lambda: kdf.hash_secret_raw(secret, salt[:8], 1, 8, 1, 32),
+                    lambda: _cb3.passphrase_open(header, b"wrong", FILE, *LIMITS),
+                    lambda: _cb3.passphrase_open(header, passphrase, FILE, 0, 64, 2),
+                    lambda: _cb3.passphrase_header_size(header[:5])):
+            with pytest.raises((ValueError, cb3.DecryptionError, LIMIT_ERROR)):
+                bad()
+    assert [sys.getrefcount(o) for o in objects] == before
