@@ -132,6 +132,9 @@ static int raise_passphrase_argument(HPyContext *ctx, const cb3_error_context *g
     switch (fault->field) {
     case CB3_PASSPHRASE_FIELD_PASSPHRASE:
         return cb3_raisef(ctx, ctx->h_ValueError, "%s must not be empty", name);
+    case CB3_PASSPHRASE_FIELD_PURPOSE:
+        return cb3_raisef(ctx, ctx->h_ValueError, "purpose must be %d (an encrypted file) or %d (a key file), got %llu",
+                          CB3_PASSPHRASE_PURPOSE_FILE, CB3_PASSPHRASE_PURPOSE_KEY_FILE, value);
     case CB3_PASSPHRASE_FIELD_SALT:
     case CB3_PASSPHRASE_FIELD_OUTPUT_LENGTH:
         return cb3_raisef(ctx, ctx->h_ValueError, "%s must be %s %llu bytes, got %llu", name,

@@ -258,8 +258,10 @@ def test_seal_refuses_bad_arguments():
         seal(salt=SALT[:8])
     with pytest.raises(ValueError, match="time_cost must be at least 1, got 0"):
         seal(time_cost=0)
-    with pytest.raises(ValueError, match="invalid argument"):
+    with pytest.raises(ValueError, match=r"purpose must be 1 \(an encrypted file\) or 2 \(a key file\), got 3"):
         seal(purpose=3)
+    with pytest.raises(ValueError, match="purpose must be 1"):
+        _cb3.passphrase_open(seal(), b"correct horse", 0, *LIMITS)
     with pytest.raises(ValueError, match="passphrase must not be empty"):
         _cb3.passphrase_open(seal(), b"", FILE, *LIMITS)
 

@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use cb3_core::kdf::Params;
+use cb3_core::kdf::{Failure, Field, Params};
 use cb3_core::passphrase::{self, Limits, Purpose};
 
 use crate::buffers::{disjoint, store, Raw};
@@ -66,8 +66,15 @@ pub struct cb3_passphrase_limits {
     pub max_parallelism: u32,
 }
 
-fn purpose(value: u32) -> Cb3Result<Purpose> {
-    u8::try_from(value).ok().and_then(Purpose::from_byte).ok_or(cb3_result::InvalidArgument)
+/// The purpose argument, or `CB3_RESULT_INVALID_ARGUMENT` naming it.
+///
+/// # Safety
+/// `fault_out` is NULL or valid for a write.
+unsafe fn purpose(value: u32, fault_out: *mut cb3_passphrase_fault) -> Cb3Result<Purpose> {
+    u8::try_from(value).ok().and_then(Purpose::from_byte).ok_or_else(|| {
+        // SAFETY: the caller's contract.
+        unsafe { failed(Failure::invalid(Field::Purpose, value.into(), 0), fault_out) }
+    })
 }
 
 /// The whole length of the passphrase header that starts with `prefix`
@@ -154,7 +161,8 @@ pub unsafe extern "C" fn cb3_passphrase_seal(
         if key.is_null() || salt.is_null() || out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let purpose = self::purpose(purpose)?;
+        // SAFETY: `fault_out` is NULL or valid for a write (the contract).
+        let purpose = unsafe { self::purpose(purpose, fault_out) }?;
         let inputs = [Raw::new(passphrase, passphrase_len)?, Raw::new(key, key_len)?, Raw::new(salt, salt_len)?];
         let out = Raw::new(out, out_len)?;
         disjoint(&out, &inputs)?;
@@ -224,7 +232,8 @@ pub unsafe extern "C" fn cb3_passphrase_open(
         if header.is_null() || key_out.is_null() {
             return Err(cb3_result::NullParameter);
         }
-        let purpose = self::purpose(purpose)?;
+        // SAFETY: `fault_out` is NULL or valid for a write (the contract).
+        let purpose = unsafe { self::purpose(purpose, fault_out) }?;
         let limits = if limits.is_null() {
             Limits::DEFAULT
         } else {
