@@ -369,7 +369,7 @@ HARDENING_LINK_ARGS = ["-Wl,-z,relro,-z,now", "-Wl,-z,noexecstack"]
 def extension():
     # A fresh Extension (and fresh lists): hpy.devel edits them in place.
     headers = ["compat.h", "errors.h", "buffers.h", "args.h", "call.h", "types.h", "module.h"]
-    sources = ["module.c", "errors.c", "buffers.c", "args.c", "call.c", "types.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha20.c"]
+    sources = ["module.c", "errors.c", "buffers.c", "args.c", "call.c", "types.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha20.c", "kdf.c"]
     return Extension(
         "cb3._cb3",
         sources=[f"cext/{name}" for name in sources],

@@ -30,6 +30,7 @@ from .stream import Stream
 from . import chunked
 from .chunked import *  # noqa: F403 - cb3.chunked.__all__, below
 from . import chacha20  # the submodule cb3.chacha20
+from . import kdf  # the submodule cb3.kdf: Argon2id
 from .hashing import blake3, derive_key, hash, keyed_hash
 
 # The C API for other extensions: where cb3.h and libcb3.a are (cb3/capi.py).

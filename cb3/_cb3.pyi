@@ -122,3 +122,32 @@ class ChaCha20:
     def seek(self, position: SupportsIndex) -> None: ...
 
 def hchacha20(key: Buffer, nonce: Buffer) -> bytes: ...
+
+# ---- Argon2id and the passphrase header (cext/kdf.c; public: cb3/kdf.py and the passphrase file API) ----
+
+def argon2id(
+    secret: Buffer,
+    salt: Buffer,
+    time_cost: SupportsIndex,
+    memory_cost: SupportsIndex,
+    parallelism: SupportsIndex,
+    hash_len: SupportsIndex,
+) -> bytes: ...
+def passphrase_header_size(prefix: Buffer) -> int: ...
+def passphrase_seal(
+    passphrase: Buffer,
+    key: Buffer,
+    purpose: SupportsIndex,
+    time_cost: SupportsIndex,
+    memory_cost: SupportsIndex,
+    parallelism: SupportsIndex,
+    salt: Buffer,
+) -> bytes: ...
+def passphrase_open(
+    header: Buffer,
+    passphrase: Buffer,
+    purpose: SupportsIndex,
+    max_time_cost: SupportsIndex,
+    max_memory_cost: SupportsIndex,
+    max_parallelism: SupportsIndex,
+) -> bytearray: ...

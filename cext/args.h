@@ -4,7 +4,7 @@
 
 #include "compat.h"
 
-#define CB3_MAX_ARGS 6
+#define CB3_MAX_ARGS 7
 
 /* max_threads value meaning "every core", as blake3-py's AUTO. */
 #define CB3_AUTO (-1)

@@ -76,6 +76,132 @@ static int raise_header_fault(HPyContext *ctx, const cb3_chunked_header_fault *f
     return raise_global(ctx, cb3_ChunkedHeaderError, message);
 }
 
+/* An exception class of cb3.errors looked up when it is raised (the
+ * passphrase classes), or `fallback` if that module does not define it. */
+static int raise_class(HPyContext *ctx, const char *name, HPy fallback, const char *message)
+{
+    HPy module = HPyImport_ImportModule(ctx, "cb3.errors");
+    HPy type = HPy_IsNull(module) ? HPy_NULL : HPy_GetAttr_s(ctx, module, name);
+    HPy_Close(ctx, module);
+    if (HPy_IsNull(type)) {
+        HPyErr_Clear(ctx);
+        type = HPy_Dup(ctx, fallback);
+    }
+    HPyErr_SetString(ctx, type, message);
+    HPy_Close(ctx, type);
+    return -1;
+}
+
+/* The Python argument a cb3_passphrase_field stands for (cb3.kdf's names,
+ * after argon2-cffi's). */
+static const char *field_name(const cb3_error_context *given, cb3_passphrase_field field)
+{
+    switch (field) {
+    case CB3_PASSPHRASE_FIELD_PASSPHRASE:
+        return given->secret_name ? given->secret_name : "passphrase";
+    case CB3_PASSPHRASE_FIELD_SALT:
+        return "salt";
+    case CB3_PASSPHRASE_FIELD_TIME_COST:
+        return "time_cost";
+    case CB3_PASSPHRASE_FIELD_MEMORY_COST:
+        return "memory_cost";
+    case CB3_PASSPHRASE_FIELD_PARALLELISM:
+        return "parallelism";
+    case CB3_PASSPHRASE_FIELD_OUTPUT_LENGTH:
+        return "hash_len";
+    case CB3_PASSPHRASE_FIELD_MAGIC:
+        return "magic";
+    case CB3_PASSPHRASE_FIELD_VERSION:
+        return "version";
+    case CB3_PASSPHRASE_FIELD_PURPOSE:
+        return "purpose";
+    case CB3_PASSPHRASE_FIELD_KDF:
+        return "kdf";
+    case CB3_PASSPHRASE_FIELD_HEADER_LENGTH:
+        return "length";
+    default:
+        return "argument";
+    }
+}
+
+/* A KDF parameter or passphrase out of its range: ValueError naming it. */
+static int raise_passphrase_argument(HPyContext *ctx, const cb3_error_context *given, const cb3_passphrase_fault *fault)
+{
+    const char *name = field_name(given, fault->field);
+    unsigned long long value = (unsigned long long)fault->value, limit = (unsigned long long)fault->limit;
+    switch (fault->field) {
+    case CB3_PASSPHRASE_FIELD_PASSPHRASE:
+        return cb3_raisef(ctx, ctx->h_ValueError, "%s must not be empty", name);
+    case CB3_PASSPHRASE_FIELD_PURPOSE:
+        return cb3_raisef(ctx, ctx->h_ValueError, "purpose must be %d (an encrypted file) or %d (a key file), got %llu",
+                          CB3_PASSPHRASE_PURPOSE_FILE, CB3_PASSPHRASE_PURPOSE_KEY_FILE, value);
+    case CB3_PASSPHRASE_FIELD_SALT:
+    case CB3_PASSPHRASE_FIELD_OUTPUT_LENGTH:
+        return cb3_raisef(ctx, ctx->h_ValueError, "%s must be %s %llu bytes, got %llu", name,
+                          value < limit ? "at least" : "at most", limit, value);
+    case CB3_PASSPHRASE_FIELD_MEMORY_COST:
+        if (value < limit)
+            return cb3_raisef(ctx, ctx->h_ValueError, "memory_cost must be at least 8 * parallelism = %llu KiB, got %llu",
+                              limit, value);
+        return cb3_raisef(ctx, ctx->h_MemoryError, "memory_cost of %llu KiB could not be allocated", value);
+    default:
+        return cb3_raisef(ctx, ctx->h_ValueError, "%s must be %s %llu, got %llu", name,
+                          value < limit ? "at least" : "at most", limit, value);
+    }
+}
+
+/* A passphrase header this library does not read: cb3.ChunkedHeaderError
+ * naming the field. */
+static int raise_passphrase_header(HPyContext *ctx, const cb3_error_context *given, const cb3_passphrase_fault *fault)
+{
+    char message[200];
+    unsigned long long value = (unsigned long long)fault->value, limit = (unsigned long long)fault->limit;
+    switch (fault->field) {
+    case CB3_PASSPHRASE_FIELD_MAGIC:
+        snprintf(message, sizeof message, "not a cb3 passphrase header: the input does not start with b'CB3PASS'");
+        break;
+    case CB3_PASSPHRASE_FIELD_VERSION:
+        snprintf(message, sizeof message, "unsupported cb3 passphrase header version %llu (this cb3 reads version %llu)",
+                 value, limit);
+        break;
+    case CB3_PASSPHRASE_FIELD_HEADER_LENGTH:
+        snprintf(message, sizeof message, "truncated cb3 passphrase header: %llu bytes, expected %llu", value, limit);
+        break;
+    case CB3_PASSPHRASE_FIELD_PURPOSE:
+        if (limit == CB3_PASSPHRASE_PURPOSE_FILE || limit == CB3_PASSPHRASE_PURPOSE_KEY_FILE)
+            snprintf(message, sizeof message, "this passphrase header protects %s, not %s",
+                     value == CB3_PASSPHRASE_PURPOSE_KEY_FILE ? "a key file" : "an encrypted file",
+                     limit == CB3_PASSPHRASE_PURPOSE_KEY_FILE ? "a key file" : "an encrypted file");
+        else
+            snprintf(message, sizeof message, "invalid cb3 passphrase header: unknown purpose %llu", value);
+        break;
+    case CB3_PASSPHRASE_FIELD_KDF:
+        snprintf(message, sizeof message, "invalid cb3 passphrase header: unknown KDF %llu (this cb3 reads %llu, Argon2id)",
+                 value, limit);
+        break;
+    default:
+        snprintf(message, sizeof message, "invalid cb3 passphrase header: %s %llu is %s %llu",
+                 field_name(given, fault->field), value, value < limit ? "below the minimum" : "above the maximum",
+                 limit);
+    }
+    return raise_global(ctx, cb3_ChunkedHeaderError, message);
+}
+
+/* A passphrase header above the reader's limits: cb3.PassphraseLimitError
+ * naming the parameter, its value, the limit and the keyword that raises it. */
+static int raise_passphrase_limit(HPyContext *ctx, const cb3_error_context *given, const cb3_passphrase_fault *fault)
+{
+    char message[300];
+    const char *name = field_name(given, fault->field);
+    const char *unit = fault->field == CB3_PASSPHRASE_FIELD_MEMORY_COST ? " KiB" : "";
+    snprintf(message, sizeof message,
+             "the passphrase header asks for %s=%llu%s, above this reader's limit of %llu%s; "
+             "pass max_%s=%llu (or more) to allow it",
+             name, (unsigned long long)fault->value, unit, (unsigned long long)fault->limit, unit, name,
+             (unsigned long long)fault->value);
+    return raise_class(ctx, "PassphraseLimitError", ctx->h_ValueError, message);
+}
+
 int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given)
 {
     static const cb3_error_context nothing = {.key = 0};
@@ -106,6 +232,12 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given
         return cb3_raisef(ctx, ctx->h_ValueError,
                           "the output buffer overlaps an input; it may only start exactly at the data (in place)");
     case CB3_RESULT_DECRYPTION_FAILED:
+        if (given->passphrase_fault) {
+            HPy fallback = HPyGlobal_Load(ctx, cb3_DecryptionError);
+            raise_class(ctx, "WrongPassphrase", fallback, "wrong passphrase, or a modified header");
+            HPy_Close(ctx, fallback);
+            return -1;
+        }
         return raise_global(ctx, cb3_DecryptionError,
                             "decryption failed: wrong key, nonce, associated data or tag, or modified ciphertext");
     case CB3_RESULT_COUNTER_OVERFLOW:
@@ -121,6 +253,8 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given
         }
         return cb3_raisef(ctx, ctx->h_OSError, "%s", cb3_result_message(result));
     case CB3_RESULT_OUT_OF_MEMORY:
+        if (given->passphrase_fault && given->passphrase_fault->field == CB3_PASSPHRASE_FIELD_MEMORY_COST)
+            return raise_passphrase_argument(ctx, given, given->passphrase_fault);
         return cb3_raisef(ctx, ctx->h_MemoryError, "%s", cb3_result_message(result));
     case CB3_RESULT_STREAM_EXHAUSTED:
         return cb3_raisef(ctx, ctx->h_OverflowError, "%s", cb3_result_message(result));
@@ -136,11 +270,19 @@ int cb3_raise(HPyContext *ctx, cb3_result result, const cb3_error_context *given
         if (!HPyErr_Occurred(ctx))
             HPyErr_SetString(ctx, ctx->h_KeyboardInterrupt, "");
         return -1;
+    case CB3_RESULT_LIMIT_EXCEEDED:
+        if (given->passphrase_fault && given->passphrase_fault->field != CB3_PASSPHRASE_FIELD_NONE)
+            return raise_passphrase_limit(ctx, given, given->passphrase_fault);
+        return raise_class(ctx, "PassphraseLimitError", ctx->h_ValueError, cb3_result_message(result));
     case CB3_RESULT_INVALID_HEADER:
+        if (given->passphrase_fault && given->passphrase_fault->field != CB3_PASSPHRASE_FIELD_NONE)
+            return raise_passphrase_header(ctx, given, given->passphrase_fault);
         if (given->header_fault)
             return raise_header_fault(ctx, given->header_fault);
         return cb3_raisef(ctx, ctx->h_ValueError, "not a cb3 stream header (magic, version or chunk size)");
     case CB3_RESULT_INVALID_ARGUMENT:
+        if (given->passphrase_fault && given->passphrase_fault->field != CB3_PASSPHRASE_FIELD_NONE)
+            return raise_passphrase_argument(ctx, given, given->passphrase_fault);
         if (given->invalid)
             return cb3_raisef(ctx, ctx->h_ValueError, "%s", given->invalid);
         return cb3_raisef(ctx, ctx->h_ValueError, "%s", cb3_result_message(result));

@@ -28,6 +28,11 @@ typedef struct {
     /* CB3_RESULT_INVALID_HEADER: the rule a stream header broke (a
      * cb3.ChunkedHeaderError), or NULL (a ValueError, as cb3_chunked_new's) */
     const cb3_chunked_header_fault *header_fault;
+    /* cb3_argon2id and cb3_passphrase_*: the field at fault (its Python
+     * argument name from `names`), or NULL. A failed passphrase_open raises
+     * cb3.WrongPassphrase / cb3.PassphraseLimitError. */
+    const cb3_passphrase_fault *passphrase_fault;
+    const char *secret_name; /* the name of the passphrase argument ("secret", "passphrase") */
 } cb3_error_context;
 
 /* Sets the Python exception for a failed cb3 call: the only place where a

@@ -242,7 +242,8 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 static HPyDef *module_defines[] = {
     &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check,
     &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
-    &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, &cpu_maker, &cpu_model, &thread_count, NULL,
+    &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, &cpu_maker, &cpu_model, &thread_count,
+    &cb3_argon2id_def, &cb3_passphrase_header_size_def, &cb3_passphrase_seal_def, &cb3_passphrase_open_def, NULL,
 };
 static HPyGlobal *module_globals[] = {
     &cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_ChunkedHeaderError, &cb3_type_ChaCha20Blake3,

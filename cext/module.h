@@ -16,5 +16,9 @@ extern HPyDef cb3_derive_key_def;            /* hash.c */
 extern HPyDef cb3_hchacha20_def;             /* chacha20.c */
 extern HPyDef cb3_chunked_header_encode_def; /* chunked.c */
 extern HPyDef cb3_chunked_header_decode_def; /* chunked.c */
+extern HPyDef cb3_argon2id_def;               /* kdf.c: Argon2id */
+extern HPyDef cb3_passphrase_header_size_def; /* kdf.c: the passphrase header */
+extern HPyDef cb3_passphrase_seal_def;        /* kdf.c */
+extern HPyDef cb3_passphrase_open_def;        /* kdf.c */
 
 #endif /* CB3_MODULE_H */

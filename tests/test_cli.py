@@ -195,11 +195,19 @@ def test_speed_prints_one_row_per_case_and_a_column_per_size(tmp_path):
     assert lines[2].split() == ["64", "B", "1", "KiB", "64", "KiB", "1", "MiB"]
     assert [speed.human_size(size) for size in speed.SIZES] == ["64 B", "1 KiB", "64 KiB", "1 MiB"]
     groups = [i for i, line in enumerate(lines) if not line.startswith(" ")][2:]
-    assert [lines[i] for i in groups] == ["AEAD, encrypt", "keyed hash"]
+    assert [lines[i] for i in groups] == [
+        "AEAD, encrypt",
+        "keyed hash",
+        "key derivation, Argon2id: ms per derivation; (x.xx): this peer's time / cb3's",
+    ]
     number = r"\s+\d+\.\d"
     assert re.fullmatch(r"  cb3 ChaCha20Blake3 encrypt" + number * 4, lines[groups[0] + 1])
     assert re.fullmatch(r"  cb3 keyed_hash" + number * 4, lines[groups[1] + 1])
-    peers = [line for line in lines[3:] if line.startswith("  ") and not line.startswith("  cb3 ")]
+    assert lines[groups[2] + 1].split() == ["t=3", "m=64", "MiB", "p=4", "t=1", "m=8", "MiB", "p=1"]
+    assert re.fullmatch(r"  cb3 kdf.hash_secret_raw" + number * 2, lines[groups[2] + 2])
+    for line in lines[groups[2] + 3 :]:  # argon2-cffi, when installed
+        assert len(re.findall(number + r" \(\s*\d+\.\d\d\)", line)) == 2, line
+    peers = [line for line in lines[3 : groups[2]] if line.startswith("  ") and not line.startswith("  cb3 ")]
     assert any(line.startswith("  hashlib blake2b keyed ") for line in peers)  # always there
     for line in peers:
         assert len(re.findall(number + r" \(\s*\d+\.\d\d\)", line)) == 4, line

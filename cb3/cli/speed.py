@@ -3,7 +3,9 @@ that happen to be installed, like ``openssl speed``.
 
 Every case is timed once per size (64 B, 1 KiB, 64 KiB, 1 MiB) for a short
 budget, so the whole run takes a few seconds and its figures move with the
-machine's load: a sanity check, not a measurement. It writes no files. The
+machine's load: a sanity check, not a measurement. Argon2id (cb3.kdf) is
+timed per derivation at two settings, the fastest of a few runs. It writes
+no files. The
 peers that do not import are named at the end, with the pip command that
 installs them.
 """
@@ -31,6 +33,7 @@ PEERS = (
     ("nacl", "XChaCha20-Poly1305", "PyNaCl"),
     ("Crypto", "XChaCha20-Poly1305, ChaCha20", "pycryptodome"),
     ("blake3", "BLAKE3", "blake3"),
+    ("argon2", "Argon2id", "argon2-cffi"),
 )
 
 #: A case: given a message, the call to time.
@@ -92,6 +95,44 @@ def _hash_cases(key: bytes) -> list[tuple[str, Make]]:
     return cases
 
 
+#: The Argon2id settings timed: RFC 9106's second recommended option (cb3's
+#: default when encrypting) and a small one-lane setting.
+KDF_PARAMS = [(3, 65536, 4), (1, 8192, 1)]
+
+
+def _kdf_cases() -> list[tuple[str, Callable[[int, int, int], object]]]:
+    salt = os.urandom(16)
+    cases: list[tuple[str, Callable[[int, int, int], object]]] = [
+        ("cb3 kdf.hash_secret_raw", lambda t, m, p: cb3.kdf.hash_secret_raw(b"passphrase", salt, t, m, p, 32))
+    ]
+    try:
+        from argon2.low_level import Type, hash_secret_raw
+    except ImportError:
+        pass
+    else:
+        cases.append(
+            (
+                "argon2-cffi hash_secret_raw",
+                lambda t, m, p: hash_secret_raw(
+                    b"passphrase", salt, time_cost=t, memory_cost=m, parallelism=p, hash_len=32, type=Type.ID
+                ),
+            )
+        )
+    return cases
+
+
+def _kdf_seconds(call: Callable[[], object], budget: float) -> float:
+    """The fastest of a few derivations (at least two, then as many as fit
+    in `budget`)."""
+    best, spent, runs = float("inf"), 0.0, 0
+    while runs < 2 or spent < budget:
+        start = time.perf_counter()
+        call()
+        took = time.perf_counter() - start
+        best, spent, runs = min(best, took), spent + took, runs + 1
+    return best
+
+
 def _bytes_per_second(call: Callable[[], object], size: int, budget: float) -> float:
     """One timing of `call` on a `size`-byte message: as many calls as fit
     in about `budget` seconds (after one untimed call)."""
@@ -130,6 +171,18 @@ def run(args: argparse.Namespace) -> int:
                 cells = [f"{speed / 1e6:9.1f} ({mine / speed:5.2f})" for speed, mine in zip(speeds, ours)]
             print(f"  {name:{width - 2}}" + "".join(cells))
             sys.stdout.flush()
+    print("key derivation, Argon2id: ms per derivation; (x.xx): this peer's time / cb3's")
+    print(f"{'':{width}}" + "".join(f"{f't={t} m={m // 1024} MiB p={p}':>23}" for t, m, p in KDF_PARAMS))
+    ours_kdf: list[float] = []
+    for index, (name, derive) in enumerate(_kdf_cases()):
+        times = [_kdf_seconds(lambda: derive(t, m, p), args.seconds) for t, m, p in KDF_PARAMS]
+        if index == 0:
+            ours_kdf = times
+            cells = [f"{took * 1e3:23.1f}" for took in times]
+        else:
+            cells = [f"{took * 1e3:15.1f} ({took / mine:5.2f})" for took, mine in zip(times, ours_kdf)]
+        print(f"  {name:{width - 2}}" + "".join(cells))
+        sys.stdout.flush()
     missing = missing_peers()
     if missing:
         print(

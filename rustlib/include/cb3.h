@@ -153,6 +153,94 @@
 #define CB3_BLAKE3_PARALLEL_MIN (128 * 1024)
 
 /**
+ * The fewest salt bytes `cb3_argon2id` and the passphrase header accept.
+ */
+#define CB3_ARGON2ID_MIN_SALT_SIZE 16
+
+/**
+ * The most salt bytes accepted.
+ */
+#define CB3_ARGON2ID_MAX_SALT_SIZE 64
+
+/**
+ * The shortest output (Argon2's minimum tag length).
+ */
+#define CB3_ARGON2ID_MIN_OUTPUT_SIZE 4
+
+/**
+ * The most lanes accepted.
+ */
+#define CB3_ARGON2ID_MAX_PARALLELISM 255
+
+/**
+ * The passes cb3 uses when encrypting unless asked for more (RFC 9106's
+ * second recommended option).
+ */
+#define CB3_ARGON2ID_DEFAULT_TIME_COST 3
+
+/**
+ * The memory cb3 uses when encrypting, in KiB (64 MiB).
+ */
+#define CB3_ARGON2ID_DEFAULT_MEMORY_COST 65536
+
+/**
+ * The lanes cb3 uses when encrypting.
+ */
+#define CB3_ARGON2ID_DEFAULT_PARALLELISM 4
+
+/**
+ * The bytes of a passphrase header before its salt (magic, version,
+ * purpose, KDF, parameters, salt length): enough for
+ * `cb3_passphrase_header_size`.
+ */
+#define CB3_PASSPHRASE_PREFIX_SIZE 20
+
+/**
+ * The size of a header with cb3's 16-byte salt: 100 bytes.
+ */
+#define CB3_PASSPHRASE_HEADER_SIZE 100
+
+/**
+ * The largest header (a 64-byte salt): 148 bytes.
+ */
+#define CB3_PASSPHRASE_MAX_HEADER_SIZE 148
+
+/**
+ * The salt length cb3 writes.
+ */
+#define CB3_PASSPHRASE_SALT_SIZE 16
+
+/**
+ * The format version written and read (header byte 7).
+ */
+#define CB3_PASSPHRASE_VERSION 1
+
+/**
+ * Header purpose: an encrypted file (a chunked stream follows the header).
+ */
+#define CB3_PASSPHRASE_PURPOSE_FILE 1
+
+/**
+ * Header purpose: a key file (the header alone).
+ */
+#define CB3_PASSPHRASE_PURPOSE_KEY_FILE 2
+
+/**
+ * The reader's default limit on `time_cost`.
+ */
+#define CB3_PASSPHRASE_MAX_TIME_COST 10
+
+/**
+ * The reader's default limit on `memory_cost`, in KiB (2 GiB).
+ */
+#define CB3_PASSPHRASE_MAX_MEMORY_COST 2097152
+
+/**
+ * The reader's default limit on `parallelism`.
+ */
+#define CB3_PASSPHRASE_MAX_PARALLELISM 64
+
+/**
  * What every fallible cb3 function returns.
  *
  * `CB3_RESULT_OK` is 0; the failures start at 3000 so that they can never be
@@ -236,7 +324,8 @@ typedef enum cb3_result {
   /**
    * Memory for a private working copy could not be allocated (a
    * decryption into a caller's buffer stages the ciphertext in a private
-   * copy as long as the message). Nothing was written.
+   * copy as long as the message; Argon2id allocates its `memory_cost`).
+   * Nothing was written.
    */
   CB3_RESULT_OUT_OF_MEMORY = 3012,
   /**
@@ -252,7 +341,7 @@ typedef enum cb3_result {
   CB3_RESULT_FORKED = 3013,
   /**
    * An interrupt callback asked a long operation to stop (see
-   * `cb3_blake3_update_file`). Its work so far is kept, as for
+   * `cb3_blake3_update_file`, `cb3_argon2id`). Its work so far is kept, as for
    * `CB3_RESULT_IO_ERROR`.
    */
   CB3_RESULT_INTERRUPTED = 3014,
@@ -280,9 +369,17 @@ typedef enum cb3_result {
   /**
    * Not a cb3 stream header (`cb3_chunked_header_decode`,
    * `cb3_chunked_new`): wrong length, magic or version, or a chunk size
-   * out of range.
+   * out of range; or not a passphrase header this library reads
+   * (`cb3_passphrase_*`: the fault detail names the field).
    */
   CB3_RESULT_INVALID_HEADER = 3019,
+  /**
+   * A passphrase header asks for more than the reader's limits
+   * (`cb3_passphrase_open`'s `limits`): refused before anything was
+   * allocated. The fault detail names the parameter, its value and the
+   * limit; raise the limit to read it.
+   */
+  CB3_RESULT_LIMIT_EXCEEDED = 3020,
 } cb3_result;
 
 /**
@@ -307,6 +404,60 @@ typedef enum cb3_chunked_header_rule {
    */
   CB3_CHUNKED_HEADER_RULE_CHUNK_SIZE = 4,
 } cb3_chunked_header_rule;
+
+/**
+ * The input or header field a `cb3_passphrase_fault` names.
+ */
+typedef enum cb3_passphrase_field {
+  /**
+   * No one field: the failure's code says it all.
+   */
+  CB3_PASSPHRASE_FIELD_NONE = 0,
+  /**
+   * The passphrase is empty.
+   */
+  CB3_PASSPHRASE_FIELD_PASSPHRASE = 1,
+  /**
+   * The salt's length.
+   */
+  CB3_PASSPHRASE_FIELD_SALT = 2,
+  /**
+   * `time_cost` (passes).
+   */
+  CB3_PASSPHRASE_FIELD_TIME_COST = 3,
+  /**
+   * `memory_cost` (KiB).
+   */
+  CB3_PASSPHRASE_FIELD_MEMORY_COST = 4,
+  /**
+   * `parallelism` (lanes).
+   */
+  CB3_PASSPHRASE_FIELD_PARALLELISM = 5,
+  /**
+   * The output length.
+   */
+  CB3_PASSPHRASE_FIELD_OUTPUT_LENGTH = 6,
+  /**
+   * The header's magic (value: its first 8 bytes, big-endian).
+   */
+  CB3_PASSPHRASE_FIELD_MAGIC = 7,
+  /**
+   * The header's version byte.
+   */
+  CB3_PASSPHRASE_FIELD_VERSION = 8,
+  /**
+   * The header's purpose byte (`CB3_PASSPHRASE_PURPOSE_*`).
+   */
+  CB3_PASSPHRASE_FIELD_PURPOSE = 9,
+  /**
+   * The header's KDF byte.
+   */
+  CB3_PASSPHRASE_FIELD_KDF = 10,
+  /**
+   * The header's length.
+   */
+  CB3_PASSPHRASE_FIELD_HEADER_LENGTH = 11,
+} cb3_passphrase_field;
 
 /**
  * Who can see a decryption's output buffer while the call runs: the
@@ -446,6 +597,21 @@ typedef struct cb3_chunked_header_fault {
 typedef int (*cb3_interrupt)(void *arg);
 
 /**
+ * The error detail of `cb3_argon2id` and the `cb3_passphrase_*`
+ * functions: which field is to blame, the value found and the limit it
+ * broke (the minimum for a value below its range, the maximum or reader
+ * limit for one above it, the expected value for a field with one valid
+ * value; 0 where there is none: an unknown purpose, the magic, a memory
+ * size that could not be allocated). Written on every failure (with
+ * `CB3_PASSPHRASE_FIELD_NONE` when no one field is to blame).
+ */
+typedef struct cb3_passphrase_fault {
+  enum cb3_passphrase_field field;
+  uint64_t value;
+  uint64_t limit;
+} cb3_passphrase_fault;
+
+/**
  * Called before a cb3 function blocks on a busy object lock; its result is
  * passed to the matching `cb3_wait_end` call.
  */
@@ -455,6 +621,21 @@ typedef void *(*cb3_wait_begin)(void);
  * Called after the blocking wait, with the value `cb3_wait_begin` returned.
  */
 typedef void (*cb3_wait_end)(void *token);
+
+/**
+ * The most a reader accepts from a header (`cb3_passphrase_open`); a
+ * header above any of them is refused before anything is allocated. The
+ * defaults are `CB3_PASSPHRASE_MAX_*`; raise one to read a header made
+ * with stronger parameters.
+ */
+typedef struct cb3_passphrase_limits {
+  uint32_t max_time_cost;
+  /**
+   * KiB.
+   */
+  uint32_t max_memory_cost;
+  uint32_t max_parallelism;
+} cb3_passphrase_limits;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1257,6 +1438,50 @@ size_t cb3_threads_count(size_t max_threads);
 enum cb3_result cb3_panic_boundary_check(void);
 
 /**
+ * Argon2id (RFC 9106, version 0x13, no secret, no associated data) of
+ * `password` and `salt` into `out`, whose length is the output length:
+ * argon2-cffi's `hash_secret_raw(..., type=Type.ID)`.
+ *
+ * - `password`, `password_len`: any bytes, empty allowed (NULL only if
+ *   `password_len` is 0).
+ * - `salt`, `salt_len`: `CB3_ARGON2ID_MIN_SALT_SIZE` (16) to
+ *   `CB3_ARGON2ID_MAX_SALT_SIZE` (64) bytes: random, fresh for each
+ *   password.
+ * - `time_cost`: passes, at least 1. `memory_cost`: KiB, at least 8 *
+ *   `parallelism`. `parallelism`: lanes, 1 to 255 (they run on cb3's
+ *   thread pool, as many at once as there are cores).
+ * - `interrupt`, `interrupt_arg`: as for `cb3_blake3_update_file`: called
+ *   on the calling thread about every 20 ms while the derivation runs; when
+ *   it returns non-zero the function returns `CB3_RESULT_INTERRUPTED` at
+ *   once (the derivation finishes on the pool and wipes its memory unseen).
+ *   May be NULL.
+ * - `out`, `out_len`: the output, at least `CB3_ARGON2ID_MIN_OUTPUT_SIZE`
+ *   (4) bytes. Not NULL. May not overlap the inputs.
+ * - `fault_out`: the error detail (see `cb3_passphrase_fault`). May be NULL.
+ *
+ * The memory (`memory_cost` KiB) is allocated for the call, zeroed before
+ * it is freed; so are the private copies of the password and the output.
+ *
+ * Returns `CB3_RESULT_OK`, or `CB3_RESULT_INVALID_ARGUMENT` (a parameter
+ * or length out of range: `*fault_out` names it), `CB3_RESULT_OUT_OF_MEMORY`
+ * (the memory could not be allocated), `CB3_RESULT_INTERRUPTED`,
+ * `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_OVERLAPPING_BUFFERS`. On failure
+ * nothing is written but `*fault_out`.
+ */
+enum cb3_result cb3_argon2id(const uint8_t *password,
+                             size_t password_len,
+                             const uint8_t *salt,
+                             size_t salt_len,
+                             uint32_t time_cost,
+                             uint32_t memory_cost,
+                             uint32_t parallelism,
+                             cb3_interrupt interrupt,
+                             void *interrupt_arg,
+                             uint8_t *out,
+                             size_t out_len,
+                             struct cb3_passphrase_fault *fault_out);
+
+/**
  * The bytes one object of `kind` (a `cb3_object_kind` value) takes in the
  * allocation that its `*_new` function makes, header included (a
  * `cb3_chunked` also holds its associated data, not counted here); 0 for a
@@ -1284,6 +1509,114 @@ size_t cb3_object_size(unsigned int kind);
  * NULL.
  */
 enum cb3_result cb3_set_wait_hooks(cb3_wait_begin begin, cb3_wait_end end);
+
+/**
+ * The whole length of the passphrase header that starts with `prefix`
+ * (at least `CB3_PASSPHRASE_PREFIX_SIZE`, 20, bytes; more may follow):
+ * 84 + the salt length, from 100 to `CB3_PASSPHRASE_MAX_HEADER_SIZE`.
+ *
+ * - `prefix`, `prefix_len`: the first bytes of the file. Not NULL.
+ * - `size_out`: receives the length. Not NULL.
+ * - `fault_out`: the error detail (which field, see
+ *   `cb3_passphrase_fault`). May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, `CB3_RESULT_INVALID_HEADER` (shorter than 20
+ * bytes, not the magic "CB3PASS", another version, or a salt length out of
+ * range: not a passphrase header this library reads; `*fault_out` names the
+ * field) or `CB3_RESULT_NULL_PARAMETER`. On failure nothing is written but
+ * `*fault_out`.
+ */
+enum cb3_result cb3_passphrase_header_size(const uint8_t *prefix,
+                                           size_t prefix_len,
+                                           size_t *size_out,
+                                           struct cb3_passphrase_fault *fault_out);
+
+/**
+ * Writes the passphrase header that wraps `key` under `passphrase`: the
+ * KDF's parameters and `salt`, and the key encrypted with ChaCha20-BLAKE3
+ * under Argon2id(passphrase, salt) with the header as associated data
+ * (docs/passphrase-format.md has the byte layout).
+ *
+ * - `passphrase`, `passphrase_len`: the passphrase's bytes, not empty.
+ *   (cb3's Python binding passes text as NFC-normalised UTF-8.)
+ * - `key`, `key_len`: the 32-byte key to wrap. Not NULL.
+ * - `purpose`: `CB3_PASSPHRASE_PURPOSE_FILE` or `..._KEY_FILE`.
+ * - `time_cost`, `memory_cost`, `parallelism`: as for `cb3_argon2id`
+ *   (`CB3_ARGON2ID_DEFAULT_*` unless you want stronger ones).
+ * - `salt`, `salt_len`: 16 to 64 fresh random bytes
+ *   (`CB3_PASSPHRASE_SALT_SIZE`). Not NULL.
+ * - `interrupt`, `interrupt_arg`: as for `cb3_argon2id`. May be NULL.
+ * - `out`, `out_len`: at least 84 + `salt_len` bytes. Not NULL.
+ * - `out_n`: receives the header's length. May be NULL.
+ * - `fault_out`: the error detail. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or `CB3_RESULT_INVALID_ARGUMENT` (an empty
+ * passphrase, a parameter or salt length out of range: `*fault_out` names
+ * it; or an unknown purpose), `CB3_RESULT_INVALID_KEY_LENGTH`,
+ * `CB3_RESULT_INSUFFICIENT_SIZE`, `CB3_RESULT_OUT_OF_MEMORY`,
+ * `CB3_RESULT_INTERRUPTED`, `CB3_RESULT_NULL_PARAMETER`,
+ * `CB3_RESULT_OVERLAPPING_BUFFERS`. On failure nothing is written but
+ * `*fault_out`.
+ */
+enum cb3_result cb3_passphrase_seal(const uint8_t *passphrase,
+                                    size_t passphrase_len,
+                                    const uint8_t *key,
+                                    size_t key_len,
+                                    uint32_t purpose,
+                                    uint32_t time_cost,
+                                    uint32_t memory_cost,
+                                    uint32_t parallelism,
+                                    const uint8_t *salt,
+                                    size_t salt_len,
+                                    cb3_interrupt interrupt,
+                                    void *interrupt_arg,
+                                    uint8_t *out,
+                                    size_t out_len,
+                                    size_t *out_n,
+                                    struct cb3_passphrase_fault *fault_out);
+
+/**
+ * Unwraps the 32-byte key of a passphrase header.
+ *
+ * The header's structure and purpose are checked, then `limits`, all
+ * before anything is allocated; then Argon2id runs with the header's
+ * parameters and the key is decrypted and verified.
+ *
+ * - `header`, `header_len`: exactly one header (its length from
+ *   `cb3_passphrase_header_size`). Not NULL.
+ * - `passphrase`, `passphrase_len`: not empty.
+ * - `purpose`: the purpose expected (`CB3_PASSPHRASE_PURPOSE_*`).
+ * - `limits`: the reader's limits; NULL for the defaults
+ *   (`CB3_PASSPHRASE_MAX_*`).
+ * - `interrupt`, `interrupt_arg`: as for `cb3_argon2id`. May be NULL.
+ * - `key_out`, `key_out_len`: exactly 32 bytes. Not NULL.
+ * - `fault_out`: the error detail. May be NULL.
+ *
+ * Returns `CB3_RESULT_OK`, or:
+ * - `CB3_RESULT_DECRYPTION_FAILED`: a wrong passphrase, or a modified
+ *   header (every byte is authenticated).
+ * - `CB3_RESULT_LIMIT_EXCEEDED`: a parameter above `limits` (`*fault_out`
+ *   names it, its value and the limit).
+ * - `CB3_RESULT_INVALID_HEADER`: not a header this library reads, or one
+ *   of another purpose (`*fault_out` names the field).
+ * - `CB3_RESULT_INVALID_ARGUMENT` (an empty passphrase, an unknown
+ *   purpose), `CB3_RESULT_INVALID_KEY_LENGTH` (`key_out_len` is not 32),
+ *   `CB3_RESULT_OUT_OF_MEMORY`, `CB3_RESULT_INTERRUPTED`,
+ *   `CB3_RESULT_NULL_PARAMETER`, `CB3_RESULT_OVERLAPPING_BUFFERS`.
+ *
+ * On failure nothing is written but `*fault_out`.
+ */
+enum cb3_result cb3_passphrase_open(const uint8_t *header,
+                                    size_t header_len,
+                                    const uint8_t *passphrase,
+                                    size_t passphrase_len,
+                                    uint32_t purpose,
+                                    const struct cb3_passphrase_limits *limits,
+                                    cb3_interrupt interrupt,
+                                    void *interrupt_arg,
+                                    uint8_t *key_out,
+                                    size_t key_out_len,
+                                    struct cb3_passphrase_fault *fault_out);
 
 /**
  * Creates a stream: messages under one key with counter nonces, starting

@@ -61,7 +61,8 @@ pub enum cb3_result {
     IoError = 3011,
     /// Memory for a private working copy could not be allocated (a
     /// decryption into a caller's buffer stages the ciphertext in a private
-    /// copy as long as the message). Nothing was written.
+    /// copy as long as the message; Argon2id allocates its `memory_cost`).
+    /// Nothing was written.
     OutOfMemory = 3012,
     /// The object was created in another process: this process is a `fork()`
     /// child of the one that created it. A stream (`cb3_stream`) or raw ChaCha
@@ -73,7 +74,7 @@ pub enum cb3_result {
     /// is torn and its lock never released, and it fails this way).
     Forked = 3013,
     /// An interrupt callback asked a long operation to stop (see
-    /// `cb3_blake3_update_file`). Its work so far is kept, as for
+    /// `cb3_blake3_update_file`, `cb3_argon2id`). Its work so far is kept, as for
     /// `CB3_RESULT_IO_ERROR`.
     Interrupted = 3014,
     /// `cb3_chacha_new`'s `rounds` is not 20, 12 or 8.
@@ -91,13 +92,19 @@ pub enum cb3_result {
     InvalidUtf8 = 3018,
     /// Not a cb3 stream header (`cb3_chunked_header_decode`,
     /// `cb3_chunked_new`): wrong length, magic or version, or a chunk size
-    /// out of range.
+    /// out of range; or not a passphrase header this library reads
+    /// (`cb3_passphrase_*`: the fault detail names the field).
     InvalidHeader = 3019,
+    /// A passphrase header asks for more than the reader's limits
+    /// (`cb3_passphrase_open`'s `limits`): refused before anything was
+    /// allocated. The fault detail names the parameter, its value and the
+    /// limit; raise the limit to read it.
+    LimitExceeded = 3020,
 }
 
 /// The last code: the codes are 0 and `3000..=LAST`, with no gaps (the test
 /// `codes_are_contiguous` checks it).
-const LAST: cb3_result = cb3_result::InvalidHeader;
+const LAST: cb3_result = cb3_result::LimitExceeded;
 
 impl cb3_result {
     /// The code with this numeric value, if there is one. C can pass any
@@ -144,6 +151,7 @@ impl cb3_result {
             Self::InvalidPosition => c"the position is past the end of the keystream",
             Self::InvalidUtf8 => c"text must be UTF-8",
             Self::InvalidHeader => c"not a cb3 stream header (magic, version or chunk size)",
+            Self::LimitExceeded => c"a passphrase header asks for more than the reader's limits (raise the limit to read it)",
         }
     }
 }
@@ -183,6 +191,7 @@ impl From<cb3_core::Error> for cb3_result {
             Error::InvalidPosition => cb3_result::InvalidPosition,
             Error::InvalidUtf8 => cb3_result::InvalidUtf8,
             Error::InvalidHeader => cb3_result::InvalidHeader,
+            Error::LimitExceeded => cb3_result::LimitExceeded,
         }
     }
 }
@@ -250,10 +259,10 @@ mod tests {
                 | cb3_result::InvalidArgument | cb3_result::Panic | cb3_result::CounterOverflow
                 | cb3_result::IoError | cb3_result::OutOfMemory | cb3_result::Forked | cb3_result::Interrupted
                 | cb3_result::InvalidRounds | cb3_result::InvalidCounter | cb3_result::InvalidPosition
-                | cb3_result::InvalidUtf8 | cb3_result::InvalidHeader => 1,
+                | cb3_result::InvalidUtf8 | cb3_result::InvalidHeader | cb3_result::LimitExceeded => 1,
             };
         }
-        assert_eq!(count, 21);
+        assert_eq!(count, 22);
         for code in [1, 2999, LAST as u32 + 1, u32::MAX] {
             assert_eq!(cb3_result::from_code(code), None);
         }

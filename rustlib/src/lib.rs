@@ -2,7 +2,7 @@
 //! engine crate `cb3-core`.
 //!
 //! One file per family of operations (`aead`, `stream`, `chacha20`, `hash`,
-//! `chunked`, `info`), each holding its exported functions with their header
+//! `chunked`, `info`, `kdf`, `passphrase`), each holding its exported functions with their header
 //! documentation and its opaque handle type; and what they share: the result
 //! codes, the mapping of engine errors to them and the panic boundary
 //! (`errors`), C pointers made slices (`buffers`), the handles' tags, owner
@@ -24,7 +24,9 @@ pub mod chunked;
 pub mod errors;
 pub mod hash;
 pub mod info;
+pub mod kdf;
 pub mod object;
+pub mod passphrase;
 pub mod stream;
 
 pub use errors::cb3_result;

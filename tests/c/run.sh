@@ -96,7 +96,7 @@ run() { # name, then the compile command
     fi
 }
 
-for program in test_aead test_stream test_chunked test_misc test_hash test_chacha test_objects; do
+for program in test_aead test_stream test_chunked test_misc test_hash test_chacha test_objects test_kdf; do
     run "$program" "$CC" -std=c99 "${WARNINGS[@]}" -O1 -g "${SANITIZE[@]}" -pthread -I"$INCLUDE" \
         "$HERE/$program.c" "$LIB" "${NATIVE_LIBS[@]}" -o "$BUILD/$program"
 done

@@ -26,6 +26,7 @@ static const cb3_result ALL[] = {
     CB3_RESULT_INVALID_POSITION,
     CB3_RESULT_INVALID_UTF8,
     CB3_RESULT_INVALID_HEADER,
+    CB3_RESULT_LIMIT_EXCEEDED,
 };
 #define N_ALL (sizeof ALL / sizeof ALL[0])
 
@@ -48,7 +49,7 @@ static void test_result_codes(void)
     CHECK(strstr(cb3_result_message(CB3_RESULT_DECRYPTION_FAILED), "decryption failed") != NULL);
 
     /* Any other integer: a message of its own, never undefined behaviour. */
-    const unsigned unknown[] = {1, 2, 2999, 3020, 3021, 7000, 65535, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu};
+    const unsigned unknown[] = {1, 2, 2999, 3021, 3022, 7000, 65535, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *m = cb3_result_message(unknown[i]);
         CHECK(m != NULL && strcmp(m, "unknown cb3_result code") == 0);

@@ -37,8 +37,11 @@ pub enum Error {
     InvalidPosition,
     /// Text that must be UTF-8 is not.
     InvalidUtf8,
-    /// Not a chunked-format header.
+    /// Not a chunked-format or passphrase header.
     InvalidHeader,
+    /// A passphrase header asks for more than the reader's limits allow
+    /// (checked before anything is allocated).
+    LimitExceeded,
 }
 
 /// The engine's results: `Error` unless another error type is named.
