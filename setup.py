@@ -368,12 +368,13 @@ HARDENING_LINK_ARGS = ["-Wl,-z,relro,-z,now", "-Wl,-z,noexecstack"]
 
 def extension():
     # A fresh Extension (and fresh lists): hpy.devel edits them in place.
-    sources = ["module.c", "errors.c", "buffers.c", "args.c", "call.c", "types.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha20.c", "bench.c"]
+    headers = ["compat.h", "errors.h", "buffers.h", "args.h", "call.h", "types.h", "module.h"]
+    sources = ["module.c", "errors.c", "buffers.c", "args.c", "call.c", "types.c", "aead.c", "stream.c", "chunked.c", "hash.c", "chacha20.c"]
     return Extension(
         "cb3._cb3",
         sources=[f"cext/{name}" for name in sources],
         include_dirs=["cext", "rustlib/include"],
-        depends=["cext/cb3ext.h", "rustlib/include/cb3.h"],
+        depends=[f"cext/{name}" for name in headers] + ["rustlib/include/cb3.h"],
         extra_objects=[STATICLIB_PLACEHOLDER],
         define_macros=[
             # C string literals; checked against the running interpreter at import.

@@ -11,8 +11,7 @@ cb3.keyed_hash, cb3.derive_key: cb3/hashing.py) and the raw ChaCha ciphers
 The package by layer: the library at the top (aead, stream, hashing,
 chacha20, errors, chunked/, and capi: where the C API's header and library
 are); the command line in cli/ (``python -m cb3``, the self-test among its
-commands); the benchmarks in bench/; what loading the extension needs in
-_loading/.
+commands); what loading the extension needs in _loading/.
 """
 
 from . import errors  # first: the extension loads its exception classes from it
@@ -63,8 +62,7 @@ __all__ = [
 ]
 
 # Encrypting data of any size (cb3/chunked/, docs/stream-format.md): the
-# writer, the reader, the file helpers, the format's constants and exceptions,
-# and the Stream*/STREAM_* names these had before (the same objects).
+# writer, the reader, the file helpers, the format's constants and exceptions.
 __all__ += chunked.__all__
 
 __all__ += ["get_include", "get_library_dir", "get_libraries", "get_link_args"]

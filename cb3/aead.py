@@ -1,7 +1,7 @@
 """ChaCha20-BLAKE3: the AEAD class, key and nonce generation.
 
 The class itself lives in the HPy extension (cext/aead.c), which calls the
-Rust core (rustlib/src/aead.rs).
+Rust core (rustlib/core/src/aead/).
 """
 
 import os

@@ -26,7 +26,7 @@ keystream bytes counted from block 0 (``counter=c`` starts at ``64 * c``;
 ``seek`` agrees with pycryptodome's). Objects lock internally and may be
 shared between threads; the GIL is released for 2048 bytes or more.
 
-Engine: the Rust core (rustlib/src/chacha20.rs) drives the RustCrypto
+Engine: the Rust core (rustlib/core/src/chacha20/) drives the RustCrypto
 ``chacha20`` crate 0.10's generic ``ChaChaCore<R8|R12|R20, Ietf>`` and its
 ``hchacha`` (AVX-512 / AVX2 / SSE2 / NEON backends chosen at run time). The
 ``chacha20-blake3`` crate, which cb3's AEAD is compatible with, keeps its own

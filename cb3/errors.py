@@ -39,26 +39,19 @@ class ChunkedError(DecryptionError):
     header, data appended after the final chunk. The message says which
     chunk. Nothing of a failing chunk is ever returned. Subclasses:
     ChunkedTruncatedError, ChunkedHeaderError (docs/stream-format.md lists
-    which tampering raises what). Also named StreamError.
+    which tampering raises what).
     """
 
 
 class ChunkedTruncatedError(ChunkedError):
     """The chunked input ended before its final chunk: it was cut at a
     chunk boundary (or has no chunk at all), or a writer never sealed it
-    (interrupted before close()). Also named StreamTruncatedError."""
+    (interrupted before close())."""
 
 
 class ChunkedHeaderError(ChunkedError):
     """The input does not start with a cb3 chunked header: too short, wrong
-    magic, an unsupported version or a chunk size out of range. Also named
-    StreamHeaderError."""
+    magic, an unsupported version or a chunk size out of range."""
 
-
-# The names these had before the format was called chunked (the same classes).
-StreamError = ChunkedError
-StreamTruncatedError = ChunkedTruncatedError
-StreamHeaderError = ChunkedHeaderError
 
 __all__ += ["ChunkedError", "ChunkedTruncatedError", "ChunkedHeaderError"]
-__all__ += ["StreamError", "StreamTruncatedError", "StreamHeaderError"]

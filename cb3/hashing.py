@@ -2,7 +2,7 @@
 one-shot ``hash``, ``keyed_hash`` and ``derive_key``.
 
 The class and functions live in the HPy extension (cext/hash.c), which calls
-the Rust core (rustlib/src/hash.rs, the ``blake3`` crate with its ``rayon``
+the Rust core (rustlib/core/src/hash.rs, the ``blake3`` crate with its ``rayon``
 and ``mmap`` features)::
 
     from cb3 import blake3          # for blake3-py's `from blake3 import blake3`

@@ -1,5 +1,5 @@
 """Stream: many messages under one key with counter nonces (cext/stream.c,
-rustlib/src/stream.rs)."""
+rustlib/core/src/stream.rs)."""
 
 from ._cb3 import KEY_SIZE, NONCE_SIZE, TAG_SIZE, Stream
 

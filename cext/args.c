@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cb3ext.h"
+#include "args.h"
+#include "errors.h"
+#include "types.h"
 
 static int count_names(const cb3_argspec *spec)
 {
@@ -179,7 +181,7 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n)
     }
 }
 
-/* The one integer converter (cb3ext.h): an int, or any object with
+/* The one integer converter (args.h): an int, or any object with
  * __index__; `bool` only where the parameter's policy accepts it. */
 HPy cb3_arg_index(HPyContext *ctx, HPy obj, const cb3_int_param *param)
 {
@@ -223,6 +225,12 @@ int cb3_arg_int(HPyContext *ctx, HPy obj, const cb3_int_param *param, uint64_t *
     HPy_Close(ctx, index);
     return status;
 }
+
+/* cb3's own: bool refused, ValueError beyond 64 bits. blake3-py's: True is 1,
+ * OverflowError beyond 64 bits. */
+const cb3_int_param cb3_max_threads = {"max_threads", 0, "a positive int or cb3.AUTO (-1)"};
+const cb3_int_param cb3_blake3_max_threads = {"max_threads", CB3_INT_BOOL_OK | CB3_INT_OVERFLOW,
+                                              "a positive int or blake3.AUTO (-1)"};
 
 int cb3_arg_threads(HPyContext *ctx, HPy obj, const cb3_int_param *param, size_t *out)
 {

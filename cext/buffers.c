@@ -15,8 +15,8 @@
  * - PyPy has no export lock: through cpyext, PyObject_GetBuffer on a
  *   bytearray (or array, or a memoryview of one) returns a pointer into the
  *   object's storage, but another thread may still resize the object, which
- *   moves the storage and frees the old block (measured on PyPy 7.3.19: lost
- *   output, then a segfault). Such buffers are therefore not "pinned", and
+ *   moves the storage and frees the old block (lost output, then a crash).
+ *   Such buffers are therefore not "pinned", and
  *   CB3_RUN keeps the GIL while any buffer of the call is unpinned: no other
  *   Python thread runs until the pointers are dropped. bytes (immutable, the
  *   HPy zero-copy path) and output bytes made here (private until returned)
@@ -26,13 +26,14 @@
  * - Output bytes (CPython) are created with PyBytes_FromStringAndSize(NULL, n),
  *   filled by Rust before anyone else can see the object, then handed to HPy.
  *   On PyPy, Rust fills C memory that HPyBytes_FromStringAndSize copies
- *   (cb3ext.h, cb3_output).
+ *   (buffers.h, cb3_output).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cb3ext.h"
+#include "buffers.h"
+#include "errors.h"
 
 #if defined(PYPY_VERSION)
 #define CB3_VIEWS_PINNED 0 /* see above: PyPy does not lock exported buffers */
@@ -64,9 +65,9 @@ static const char *type_name(PyObject *obj)
 }
 
 #if defined(PYPY_VERSION)
-/* 1 if `obj` is exactly bytes (not a subclass). Three context calls; on
- * PyPy each is a call into RPython (~10-20 ns), which is why the bytes path
- * below asks this first: exact bytes then need no HPyBytes_Check. */
+/* 1 if `obj` is exactly bytes (not a subclass). Three context calls, each a
+ * call into RPython; the bytes path below asks this first, so that exact
+ * bytes need no HPyBytes_Check on top. */
 static int is_exact_bytes(HPyContext *ctx, HPy obj)
 {
     HPy type = HPy_Type(ctx, obj);
@@ -256,10 +257,9 @@ int cb3_output_new(HPyContext *ctx, size_t len, cb3_output *out)
     }
 #endif
 #if CB3_OUTPUT_VIA_HPY
-    /* A plain malloc per large output: a per-thread reusable block was tried
-     * and measured no faster on PyPy (likely because glibc's dynamic mmap
-     * threshold already serves repeated 1 MiB blocks from the heap). No
-     * wiping of this copy: the bytes object made from it lives in PyPy's
+    /* A plain malloc per large output: glibc's dynamic mmap threshold
+     * already serves repeated large blocks from the heap, so a per-thread
+     * reusable block would save nothing. No wiping of this copy: the bytes object made from it lives in PyPy's
      * moving GC, which leaves copies of its own anyway. */
     if (len <= CB3_OUTPUT_INLINE) {
         out->ptr = out->inline_buf;
@@ -347,9 +347,9 @@ void cb3_release_all(HPyContext *ctx, cb3_borrowed *set)
     set->count = 0;
 }
 
-/* PyPy's HPyLong_FromInt32_t makes a small int (space.newint), 236
- * instructions per call fewer than FromSize_t's newlong_from_rarith_int; on
- * CPython FromSize_t is the cheaper one (docs/design/pypy.md, "Per-call
+/* PyPy's HPyLong_FromInt32_t makes a small int (space.newint), a shorter
+ * path than FromSize_t's newlong_from_rarith_int; on CPython FromSize_t is
+ * the cheaper one (docs/pypy.md, "Per-call
  * cost"). */
 HPy cb3_count_new(HPyContext *ctx, size_t count)
 {

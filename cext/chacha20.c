@@ -1,6 +1,8 @@
 /* cb3.chacha20.ChaCha20 and hchacha20: the raw ChaCha stream ciphers, a thin shell
- * over cb3_chacha_* (rustlib/src/ffi/chacha20.rs). */
-#include "cb3ext.h"
+ * over cb3_chacha_* (rustlib/src/chacha20.rs). */
+#include "call.h"
+#include "module.h"
+#include "types.h"
 
 typedef struct {
     cb3_chacha *chacha; /* owned; locks internally, so shared freely between threads */
@@ -8,7 +10,7 @@ typedef struct {
 } ChaChaObject;
 
 HPyType_HELPERS(ChaChaObject)
-CB3_OWNER(ChaCha, ChaChaObject, cb3_chacha, CB3_OBJECT_KIND_CHACHA, chacha, cb3_chacha_free)
+CB3_OWNER(ChaCha, ChaChaObject, cb3_chacha, chacha, cb3_chacha_free)
 
 /* What cb3_raise needs to explain a failure of this object. */
 static const cb3_error_context *given_for(int wide)
@@ -18,112 +20,121 @@ static const cb3_error_context *given_for(int wide)
     return &given[wide != 0];
 }
 
-HPyDef_SLOT(ChaCha_new, HPy_tp_new)
-static HPy ChaCha_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+static int ChaCha_prepare(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"ChaCha20", {"key", "nonce", "counter", "rounds", NULL}, 2, 2};
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    const cb3_buffer *key, *nonce;
-    if (cb3_call_parse_key_and_nonce(ctx, &call, &spec, args, nargs, kw, &key, &nonce) < 0)
-        goto done;
-    uint64_t counter = 0, rounds = 20;
     static const cb3_int_param counter_param = {"counter", 0, NULL}, rounds_param = {"rounds", 0, NULL};
-    if (!HPy_IsNull(call.arg[2]) && cb3_arg_int(ctx, call.arg[2], &counter_param, &counter) < 0)
-        goto done;
-    if (!HPy_IsNull(call.arg[3]) && cb3_arg_int(ctx, call.arg[3], &rounds_param, &rounds) < 0)
-        goto done;
-    int wide = nonce->len == 8;
-    cb3_chacha *chacha = NULL;
-    /* rounds above UINT32_MAX become 0, which Rust refuses as it does 7 */
-    cb3_result r = cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, counter,
-                                  rounds > UINT32_MAX ? 0 : (uint32_t)rounds, &chacha);
-    const cb3_error_context given = {
-        .key = key->len,
-        .nonce = nonce->len,
+    uint64_t counter = 0, rounds = 20;
+    if (!HPy_IsNull(call->arg[2]) && cb3_arg_int(ctx, call->arg[2], &counter_param, &counter) < 0)
+        return -1;
+    if (!HPy_IsNull(call->arg[3]) && cb3_arg_int(ctx, call->arg[3], &rounds_param, &rounds) < 0)
+        return -1;
+    call->value[2] = counter;
+    call->value[3] = rounds;
+    call->context = (cb3_error_context){
         .nonce_sizes = "8 bytes (original ChaCha), 12 bytes (RFC 8439) or 24 bytes (XChaCha)",
         .counter = counter,
         .rounds = rounds,
-        .wide = wide,
+        .wide = call->in[CB3_ARG_NONCE]->len == 8,
     };
-    if (cb3_raise(ctx, r, &given) < 0)
-        goto done;
-    result = ChaCha_adopt(ctx, type, chacha);
+    call->given = &call->context;
+    return 0;
+}
+
+static cb3_result ChaCha_make(cb3_call *call)
+{
+    const cb3_buffer *key = call->in[CB3_ARG_KEY], *nonce = call->in[CB3_ARG_NONCE];
+    uint64_t rounds = call->value[3];
+    /* rounds above UINT32_MAX become 0, which Rust refuses as it does 7 */
+    return cb3_chacha_new(key->ptr, key->len, nonce->ptr, nonce->len, call->value[2],
+                          rounds > UINT32_MAX ? 0 : (uint32_t)rounds, (cb3_chacha **)&call->made);
+}
+
+static HPy ChaCha_finish_new(HPyContext *ctx, cb3_call *call);
+
+static const cb3_method ChaCha_new_method = {
+    .spec = {"ChaCha20", {"key", "nonce", "counter", "rounds", NULL}, 2, 2},
+    .role = {CB3_ARG_KEY, CB3_ARG_NONCE, CB3_ARG_OBJECT, CB3_ARG_OBJECT},
+    .prepare = ChaCha_prepare,
+    .run = ChaCha_make,
+    .returns = CB3_RETURN_CUSTOM,
+    .finish = ChaCha_finish_new,
+    .kind = CB3_OBJECT_KIND_CHACHA,
+    .free = ChaCha_free,
+};
+CB3_CONSTRUCTOR(ChaCha_new, ChaCha_new_method)
+
+static HPy ChaCha_finish_new(HPyContext *ctx, cb3_call *call)
+{
+    HPy result = cb3_call_adopt(ctx, &ChaCha_new_method, call);
     if (!HPy_IsNull(result))
-        ChaChaObject_AsStruct(ctx, result)->wide = wide;
-done:
-    return cb3_call_end(ctx, &call, result);
+        ChaChaObject_AsStruct(ctx, result)->wide = call->context.wide;
+    return result;
 }
 
-/* ---- keystream ---- */
+/* ---- keystream ----
+ *
+ * update (a new bytes object), update_into (a caller's buffer) and
+ * xor_in_place: one cb3_chacha_apply call each, of len(data) bytes. */
 
-/* update (a new bytes object), update_into (a caller's buffer) and
- * xor_in_place: one cb3_chacha_apply call each. */
-typedef enum { UPDATE, UPDATE_INTO, XOR_IN_PLACE } apply_method;
-
-static HPy apply(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
-                 apply_method m)
+/* The object's error context. */
+static int apply_prepare(HPyContext *ctx, cb3_call *call)
 {
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    cb3_output *fresh = &call.out[0];
-    if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)
-        return HPy_NULL;
-    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, spec->names[0], m == XOR_IN_PLACE ? CB3_WRITE : CB3_READ);
-    const cb3_buffer *out = m != UPDATE_INTO ? data : data ? cb3_call_borrow(ctx, &call, 1, "out", CB3_WRITE) : NULL;
-    if (out == NULL || (m == UPDATE && cb3_output_new(ctx, data->len, fresh) < 0))
-        goto done;
-    if (out->len < data->len) {
-        cb3_raisef(ctx, ctx->h_ValueError, "out must be at least len(data) = %zu bytes, got %zu", data->len,
-                   out->len);
-        goto done;
-    }
-    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
-    if (chacha == NULL)
-        goto done;
-    uint8_t *target = m == UPDATE ? fresh->ptr : (uint8_t *)out->ptr;
-    CB3_CALL_RUN(ctx, &call, data->len, given_for(ChaChaObject_AsStruct(ctx, self)->wide),
-                 cb3_chacha_apply(chacha, data->ptr, data->len, target, data->len));
-    if (call.status < 0)
-        goto done;
-    result = m == UPDATE        ? cb3_output_finish(ctx, fresh)
-             : m == UPDATE_INTO ? cb3_count_new(ctx, data->len)
-                                : HPy_Dup(ctx, ctx->h_None);
-done:
-    return cb3_call_end(ctx, &call, result);
+    call->given = given_for(ChaChaObject_AsStruct(ctx, call->self)->wide);
+    return 0;
 }
 
-HPyDef_METH(ChaCha_update, "update", HPyFunc_KEYWORDS,
-            .doc = "update($self, data)\n--\n\n"
-                   "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
-                   "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
-                   "overflow.")
-static HPy ChaCha_update_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+/* update_into: out holds len(data) bytes at least. */
+static int into_prepare(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"update", {"data", NULL}, 1, 0};
-    return apply(ctx, self, args, nargs, kwnames, &spec, UPDATE);
+    const cb3_buffer *out = call->in[CB3_ARG_BUF];
+    if (out->len < call->input)
+        return cb3_raisef(ctx, ctx->h_ValueError, "out must be at least len(data) = %zu bytes, got %zu",
+                          call->input, out->len);
+    return apply_prepare(ctx, call);
 }
 
-HPyDef_METH(ChaCha_update_into, "update_into", HPyFunc_KEYWORDS,
-            .doc = "update_into($self, data, out)\n--\n\n"
-                   "Like update(), writing the result into the writable buffer out (at least len(data)\n"
-                   "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
-static HPy ChaCha_update_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static cb3_result update(cb3_call *call)
 {
-    static const cb3_argspec spec = {"update_into", {"data", "out", NULL}, 2, 0};
-    return apply(ctx, self, args, nargs, kwnames, &spec, UPDATE_INTO);
+    const cb3_buffer *data = call->in[CB3_ARG_DATA];
+    return cb3_chacha_apply(call->inner, data->ptr, data->len, call->out[0].ptr, data->len);
 }
 
-HPyDef_METH(ChaCha_xor_in_place, "xor_in_place", HPyFunc_KEYWORDS,
-            .doc = "xor_in_place($self, buf)\n--\n\n"
-                   "XOR the writable buffer buf with the next len(buf) keystream bytes, in place.")
-static HPy ChaCha_xor_in_place_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static cb3_result update_into(cb3_call *call)
 {
-    static const cb3_argspec spec = {"xor_in_place", {"buf", NULL}, 1, 0};
-    return apply(ctx, self, args, nargs, kwnames, &spec, XOR_IN_PLACE);
+    const cb3_buffer *data = call->in[CB3_ARG_DATA];
+    call->written = data->len;
+    return cb3_chacha_apply(call->inner, data->ptr, data->len, (uint8_t *)call->in[CB3_ARG_BUF]->ptr, data->len);
 }
+
+static cb3_result xor_in_place(cb3_call *call)
+{
+    const cb3_buffer *buf = call->in[CB3_ARG_BUF];
+    return cb3_chacha_apply(call->inner, buf->ptr, buf->len, (uint8_t *)buf->ptr, buf->len);
+}
+
+static const cb3_method methods[] = {
+    {.spec = {"update", {"data", NULL}, 1, 0}, .role = {CB3_ARG_DATA}, .inner = 1, .size = {CB3_SIZE_INPUT},
+     .prepare = apply_prepare, .run = update},
+    {.spec = {"update_into", {"data", "out", NULL}, 2, 0}, .role = {CB3_ARG_DATA, CB3_ARG_BUF}, .inner = 1,
+     .prepare = into_prepare, .run = update_into, .returns = CB3_RETURN_COUNT},
+    {.spec = {"xor_in_place", {"buf", NULL}, 1, 0}, .role = {CB3_ARG_BUF}, .inner = 1, .prepare = apply_prepare,
+     .run = xor_in_place, .returns = CB3_RETURN_NONE},
+};
+
+CB3_METHOD(ChaCha_update, "update", methods[0],
+           "update($self, data)\n--\n\n"
+           "XOR data with the next len(data) keystream bytes (encrypts and decrypts alike).\n"
+           "Raises cb3.KeystreamExhaustedError, processing nothing, if the block counter would\n"
+           "overflow.")
+
+CB3_METHOD(ChaCha_update_into, "update_into", methods[1],
+           "update_into($self, data, out)\n--\n\n"
+           "Like update(), writing the result into the writable buffer out (at least len(data)\n"
+           "bytes; out may be data itself) instead of a new bytes object; returns len(data).")
+
+CB3_METHOD(ChaCha_xor_in_place, "xor_in_place", methods[2],
+           "xor_in_place($self, buf)\n--\n\n"
+           "XOR the writable buffer buf with the next len(buf) keystream bytes, in place.")
 
 /* ---- position ---- */
 
@@ -165,7 +176,7 @@ static HPy ChaCha_seek_impl(HPyContext *ctx, HPy self, const HPy *args, size_t n
     HPy arg[1];
     if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
         return HPy_NULL;
-    if (CB3_INNER(ctx, self, ChaChaObject, chacha) == NULL)
+    if (cb3_inner(ctx, self) == NULL)
         return HPy_NULL;
     ChaChaObject *obj = ChaChaObject_AsStruct(ctx, self);
     uint64_t high = 0, low = 0;
@@ -185,7 +196,7 @@ static HPy ChaCha_position_get(HPyContext *ctx, HPy self, void *closure)
 {
     (void)closure;
     uint64_t high = 0, low = 0;
-    const cb3_chacha *chacha = CB3_INNER(ctx, self, ChaChaObject, chacha);
+    const cb3_chacha *chacha = cb3_inner(ctx, self);
     if (chacha == NULL)
         return HPy_NULL;
     cb3_result r;
@@ -226,28 +237,24 @@ HPyType_Spec cb3_ChaCha20_spec = {
 
 /* ---- HChaCha20 ---- */
 
-HPyDef_METH(cb3_hchacha20_def, "hchacha20", HPyFunc_KEYWORDS,
-            .doc = "hchacha20(key, nonce)\n--\n\n"
-                   "HChaCha20 (draft-irtf-cfrg-xchacha section 2.2): the 32-byte subkey derived from a\n"
-                   "32-byte key and a 16-byte nonce.")
-static HPy cb3_hchacha20_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static cb3_result hchacha20(cb3_call *call)
 {
-    static const cb3_argspec spec = {"hchacha20", {"key", "nonce", NULL}, 2, 0};
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    cb3_output *out = &call.out[0];
-    if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0)
-        return HPy_NULL;
-    const cb3_buffer *key = cb3_call_borrow(ctx, &call, 0, "key", CB3_READ);
-    const cb3_buffer *nonce = key ? cb3_call_borrow(ctx, &call, 1, "nonce", CB3_READ) : NULL;
-    if (nonce == NULL || cb3_output_new(ctx, 32, out) < 0)
-        goto done;
-    const cb3_error_context given = {.key = key->len, .nonce = nonce->len, .nonce_sizes = "16 bytes"};
-    CB3_CALL_RUN(ctx, &call, 0, &given, cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, out->ptr, out->len));
-    if (call.status < 0)
-        goto done;
-    result = cb3_output_finish(ctx, out);
-done:
-    return cb3_call_end(ctx, &call, result);
+    const cb3_buffer *key = call->in[CB3_ARG_KEY], *nonce = call->in[CB3_ARG_NONCE];
+    return cb3_hchacha20(key->ptr, key->len, nonce->ptr, nonce->len, call->out[0].ptr, call->out[0].len);
 }
+
+static const cb3_error_context hchacha20_given = {.nonce_sizes = "16 bytes"};
+
+static const cb3_method hchacha20_method = {
+    .spec = {"hchacha20", {"key", "nonce", NULL}, 2, 0},
+    .role = {CB3_ARG_KEY, CB3_ARG_NONCE},
+    .size = {CB3_SIZE_FIXED},
+    .fixed = 32,
+    .given = &hchacha20_given,
+    .run = hchacha20,
+};
+
+CB3_METHOD(cb3_hchacha20_def, "hchacha20", hchacha20_method,
+           "hchacha20(key, nonce)\n--\n\n"
+           "HChaCha20 (draft-irtf-cfrg-xchacha section 2.2): the 32-byte subkey derived from a\n"
+           "32-byte key and a 16-byte nonce.")

@@ -1,137 +1,179 @@
 /* cb3._cb3.Chunked: the chunk batches of cb3's encrypted file format, a thin
- * shell over cb3_chunked_* (rustlib/src/ffi/chunked.rs). Private: cb3/chunked/
+ * shell over cb3_chunked_* (rustlib/src/chunked.rs). Private: cb3/chunked/
  * (EncryptingWriter, DecryptingReader, encrypt_file, decrypt_file) does the
  * framing and is the public API. */
-#include "cb3ext.h"
+#include "call.h"
+#include "module.h"
+#include "types.h"
 
 typedef struct {
     cb3_chunked *chunked; /* owned; immutable, so shared freely between threads */
 } ChunkedObject;
 
 HPyType_HELPERS(ChunkedObject)
-CB3_OWNER(Chunked, ChunkedObject, cb3_chunked, CB3_OBJECT_KIND_CHUNKED, chunked, cb3_chunked_free)
+CB3_OWNER(Chunked, ChunkedObject, cb3_chunked, chunked, cb3_chunked_free)
 
-HPyDef_SLOT(Chunked_new, HPy_tp_new)
-static HPy Chunked_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+/* max_threads: the AEAD's parser and rule (cb3.AUTO or a positive count). */
+static int Chunked_convert(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"Chunked", {"key", "header", "associated_data", "max_threads", NULL}, 4, 4};
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    uint64_t max_threads = 1;
-    if (cb3_call_parse_new(ctx, &call, &spec, args, nargs, kw) < 0 ||
-        cb3_arg_int(ctx, call.arg[3], &(const cb3_int_param){"max_threads", 0, NULL}, &max_threads) < 0)
-        goto done;
-    const cb3_buffer *key = cb3_call_borrow(ctx, &call, 0, "key", CB3_READ);
-    const cb3_buffer *header = key ? cb3_call_borrow(ctx, &call, 1, "header", CB3_READ) : NULL;
-    const cb3_buffer *aad = header ? cb3_call_borrow(ctx, &call, 2, "associated_data", CB3_READ | CB3_OPTIONAL) : NULL;
-    if (aad == NULL)
-        goto done;
-    cb3_chunked *chunked = NULL;
-    cb3_result r = cb3_chunked_new(key->ptr, key->len, header->ptr, header->len, aad->ptr, aad->len,
-                                   (size_t)max_threads, &chunked);
-    if (r != CB3_RESULT_OK) { /* a bad header: CB3_RESULT_INVALID_HEADER, a ValueError */
-        const cb3_error_context given = {.key = key->len};
-        cb3_raise(ctx, r, &given);
-        goto done;
-    }
-    result = Chunked_adopt(ctx, type, chunked);
-done:
-    return cb3_call_end(ctx, &call, result);
+    size_t max_threads;
+    if (cb3_arg_threads(ctx, call->arg[3], &cb3_max_threads, &max_threads) < 0)
+        return -1;
+    call->value[3] = max_threads;
+    return 0;
 }
 
-typedef cb3_result (*chunked_op)(const cb3_chunked *, uint64_t, uint32_t, const uint8_t *, size_t, uint8_t *, size_t,
-                                 size_t *);
-
-/* (first_index, last, data, out) -> bytes written into out. */
-static HPy run(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
-               chunked_op op)
+/* A bad header: CB3_RESULT_INVALID_HEADER, a ValueError (no header_fault). */
+static cb3_result Chunked_make(cb3_call *call)
 {
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    uint64_t first = 0;
-    if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0 ||
-        cb3_arg_int(ctx, call.arg[0], &(const cb3_int_param){"first_index", CB3_INT_OVERFLOW, NULL}, &first) < 0)
-        return HPy_NULL;
-    int last = HPy_IsTrue(ctx, call.arg[1]);
-    if (last < 0)
-        return HPy_NULL;
-    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 2, "data", CB3_READ);
-    const cb3_buffer *out = data ? cb3_call_borrow(ctx, &call, 3, "out", CB3_WRITE) : NULL;
-    if (out == NULL)
-        goto done;
-    const cb3_chunked *chunked = CB3_INNER(ctx, self, ChunkedObject, chunked);
-    if (chunked == NULL)
-        goto done;
-    size_t written = 0;
-    static const cb3_error_context context = {
-        .invalid = "invalid chunk batch: a non-final batch must be whole chunks, only chunk 0 may be empty, "
-                   "and chunk indices end at 2**64 - 1",
-        .object = "cb3.EncryptingWriter", /* CB3_RESULT_FORKED: sealing in a fork() child */
-    };
-    CB3_CALL_RUN(ctx, &call, data->len, &context,
-                 op(chunked, first, (uint32_t)last, data->ptr, data->len, (uint8_t *)out->ptr, out->len, &written));
-    if (call.status < 0)
-        goto done;
-    result = cb3_count_new(ctx, written);
-done:
-    return cb3_call_end(ctx, &call, result);
+    const cb3_buffer *key = call->in[CB3_ARG_KEY], *header = call->in[CB3_ARG_BYTES], *aad = call->in[CB3_ARG_AAD];
+    return cb3_chunked_new(key->ptr, key->len, header->ptr, header->len, aad->ptr, aad->len, (size_t)call->value[3],
+                           (cb3_chunked **)&call->made);
 }
 
-HPyDef_METH(Chunked_seal_into, "seal_into", HPyFunc_KEYWORDS,
-            .doc = "seal_into(first_index, last, data, out) -> int\n\n"
-                   "Seal data as chunks first_index.. into out (cb3_chunked_seal); returns bytes written.")
-static HPy Chunked_seal_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+/* The constructor keeps the GIL, whatever the associated data's length. */
+static int Chunked_uncounted(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"seal_into", {"first_index", "last", "data", "out", NULL}, 4, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_chunked_seal);
+    (void)ctx;
+    call->nbytes = 0;
+    return 0;
 }
 
-HPyDef_METH(Chunked_open_into, "open_into", HPyFunc_KEYWORDS,
-            .doc = "open_into(first_index, last, data, out) -> int\n\n"
-                   "Verify and decrypt chunks first_index.. into out (cb3_chunked_open); returns plaintext\n"
-                   "bytes written. cb3.DecryptionError if any chunk fails (no plaintext is left in out).")
-static HPy Chunked_open_into_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static const cb3_method Chunked_new_method = {
+    .spec = {"Chunked", {"key", "header", "associated_data", "max_threads", NULL}, 4, 4},
+    .role = {CB3_ARG_KEY, CB3_ARG_BYTES, CB3_ARG_AAD, CB3_ARG_OBJECT},
+    .convert = Chunked_convert,
+    .prepare = Chunked_uncounted,
+    .run = Chunked_make,
+    .returns = CB3_RETURN_ADOPT,
+    .kind = CB3_OBJECT_KIND_CHUNKED,
+    .free = Chunked_free,
+};
+CB3_CONSTRUCTOR(Chunked_new, Chunked_new_method)
+
+/* seal_into and open_into: (first_index, last, data, out) -> bytes written into out. */
+static int batch_convert(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"open_into", {"first_index", "last", "data", "out", NULL}, 4, 0};
-    return run(ctx, self, args, nargs, kwnames, &spec, cb3_chunked_open);
+    static const cb3_int_param first_index = {"first_index", CB3_INT_OVERFLOW, NULL};
+    if (cb3_arg_int(ctx, call->arg[0], &first_index, &call->value[0]) < 0)
+        return -1;
+    int last = HPy_IsTrue(ctx, call->arg[1]);
+    call->value[1] = (uint64_t)last;
+    return last < 0 ? -1 : 0;
 }
+
+#define BATCH(op)                                                                                               \
+    const cb3_buffer *data = call->in[CB3_ARG_DATA], *out = call->in[CB3_ARG_BUF];                              \
+    return op(call->inner, call->value[0], (uint32_t)call->value[1], data->ptr, data->len, (uint8_t *)out->ptr, \
+              out->len, &call->written)
+
+static cb3_result seal(cb3_call *call)
+{
+    BATCH(cb3_chunked_seal);
+}
+
+static cb3_result open_(cb3_call *call)
+{
+    BATCH(cb3_chunked_open);
+}
+
+static const cb3_error_context batch_given = {
+    .invalid = "invalid chunk batch: a non-final batch must be whole chunks, only chunk 0 may be empty, "
+               "and chunk indices end at 2**64 - 1",
+    .object = "cb3.EncryptingWriter", /* CB3_RESULT_FORKED: sealing in a fork() child */
+};
+
+#define BATCH_ARGS {"first_index", "last", "data", "out", NULL}, 4, 0
+#define BATCH_ROLES {CB3_ARG_OBJECT, CB3_ARG_OBJECT, CB3_ARG_DATA, CB3_ARG_BUF}
+
+static const cb3_method batches[] = {
+    {.spec = {"seal_into", BATCH_ARGS}, .role = BATCH_ROLES, .inner = 1, .given = &batch_given,
+     .convert = batch_convert, .run = seal, .returns = CB3_RETURN_COUNT},
+    {.spec = {"open_into", BATCH_ARGS}, .role = BATCH_ROLES, .inner = 1, .given = &batch_given,
+     .convert = batch_convert, .run = open_, .returns = CB3_RETURN_COUNT},
+};
+
+CB3_METHOD(Chunked_seal_into, "seal_into", batches[0],
+           "seal_into(first_index, last, data, out) -> int\n\n"
+           "Seal data as chunks first_index.. into out (cb3_chunked_seal); returns bytes written.")
+
+CB3_METHOD(Chunked_open_into, "open_into", batches[1],
+           "open_into(first_index, last, data, out) -> int\n\n"
+           "Verify and decrypt chunks first_index.. into out (cb3_chunked_open); returns plaintext\n"
+           "bytes written. cb3.DecryptionError if any chunk fails (no plaintext is left in out).")
 
 /* ---- the stream header: rustlib's one codec ---- */
 
-HPyDef_METH(cb3_chunked_header_encode_def, "chunked_header_encode", HPyFunc_KEYWORDS,
-            .doc = "chunked_header_encode(chunk_size, nonce_prefix)\n--\n\n"
-                   "The 27-byte header of cb3's encrypted file format (cb3_chunked_header_encode).")
-static HPy cb3_chunked_header_encode_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,
-                                              HPy kwnames)
-{
-    (void)self;
-    static const cb3_argspec spec = {"chunked_header_encode", {"chunk_size", "nonce_prefix", NULL}, 2, 0};
 #define CHUNK_SIZE_RANGE "in 64..16777216"
-    static const cb3_int_param chunk_size_param = {"chunk_size", 0, CHUNK_SIZE_RANGE};
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    cb3_output *out = &call.out[0];
-    uint64_t chunk_size = 0;
-    if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0 ||
-        cb3_arg_int(ctx, call.arg[0], &chunk_size_param, &chunk_size) < 0)
-        return HPy_NULL;
-    const cb3_buffer *prefix = cb3_call_borrow(ctx, &call, 1, "nonce_prefix", CB3_READ);
-    if (prefix == NULL || cb3_output_new(ctx, CB3_CHUNKED_HEADER_SIZE, out) < 0)
-        goto done;
-    const cb3_error_context given = {.nonce = prefix->len, .nonce_sizes = "15 bytes",
-                                     .invalid = "chunk_size must be " CHUNK_SIZE_RANGE};
-    /* A chunk size beyond 32 bits is out of range too: Rust checks one that fits. */
-    uint32_t size = chunk_size > UINT32_MAX ? 0 : (uint32_t)chunk_size;
-    CB3_CALL_RUN(ctx, &call, 0, &given, cb3_chunked_header_encode(prefix->ptr, prefix->len, size, out->ptr, out->len));
-    if (call.status < 0)
-        goto done;
-    result = cb3_output_finish(ctx, out);
-done:
-    return cb3_call_end(ctx, &call, result);
+
+static int encode_convert(HPyContext *ctx, cb3_call *call)
+{
+    static const cb3_int_param chunk_size = {"chunk_size", 0, CHUNK_SIZE_RANGE};
+    return cb3_arg_int(ctx, call->arg[0], &chunk_size, &call->value[0]);
 }
+
+static cb3_result encode(cb3_call *call)
+{
+    const cb3_buffer *prefix = call->in[CB3_ARG_NONCE];
+    /* A chunk size beyond 32 bits is out of range too: Rust checks one that fits. */
+    uint32_t size = call->value[0] > UINT32_MAX ? 0 : (uint32_t)call->value[0];
+    return cb3_chunked_header_encode(prefix->ptr, prefix->len, size, call->out[0].ptr, call->out[0].len);
+}
+
+static const cb3_error_context encode_given = {.nonce_sizes = "15 bytes",
+                                               .invalid = "chunk_size must be " CHUNK_SIZE_RANGE};
+
+static const cb3_method encode_method = {
+    .spec = {"chunked_header_encode", {"chunk_size", "nonce_prefix", NULL}, 2, 0},
+    .role = {CB3_ARG_OBJECT, CB3_ARG_NONCE},
+    .size = {CB3_SIZE_FIXED},
+    .fixed = CB3_CHUNKED_HEADER_SIZE,
+    .given = &encode_given,
+    .convert = encode_convert,
+    .run = encode,
+};
+
+CB3_METHOD(cb3_chunked_header_encode_def, "chunked_header_encode", encode_method,
+           "chunked_header_encode(chunk_size, nonce_prefix)\n--\n\n"
+           "The 27-byte header of cb3's encrypted file format (cb3_chunked_header_encode).")
+
+/* The fault goes into call->context, which the prepare hook points at itself. */
+static int decode_prepare(HPyContext *ctx, cb3_call *call)
+{
+    (void)ctx;
+    call->context = (cb3_error_context){.header_fault = call->state};
+    call->given = &call->context;
+    return 0;
+}
+
+static cb3_result decode(cb3_call *call)
+{
+    const cb3_buffer *header = call->in[CB3_ARG_BYTES];
+    uint32_t chunk_size = 0;
+    /* The first bytes of a stream: what follows the header is not its business. */
+    size_t len = header->len < CB3_CHUNKED_HEADER_SIZE ? header->len : CB3_CHUNKED_HEADER_SIZE;
+    cb3_result r = cb3_chunked_header_decode(header->ptr, len, call->out[0].ptr, call->out[0].len, &chunk_size,
+                                             call->state);
+    call->written = chunk_size;
+    return r;
+}
+
+/* (chunk_size, nonce_prefix) */
+static HPy decode_finish(HPyContext *ctx, cb3_call *call)
+{
+    return cb3_pair(ctx, HPyLong_FromSize_t(ctx, call->written), cb3_output_finish(ctx, &call->out[0]));
+}
+
+static const cb3_method decode_method = {
+    .spec = {"chunked_header_decode", {"header", NULL}, 1, 0},
+    .role = {CB3_ARG_BYTES},
+    .size = {CB3_SIZE_FIXED},
+    .fixed = CB3_CHUNKED_PREFIX_SIZE,
+    .prepare = decode_prepare,
+    .run = decode,
+    .returns = CB3_RETURN_CUSTOM,
+    .finish = decode_finish,
+};
 
 HPyDef_METH(cb3_chunked_header_decode_def, "chunked_header_decode", HPyFunc_KEYWORDS,
             .doc = "chunked_header_decode(header)\n--\n\n"
@@ -140,35 +182,8 @@ HPyDef_METH(cb3_chunked_header_decode_def, "chunked_header_decode", HPyFunc_KEYW
 static HPy cb3_chunked_header_decode_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs,
                                               HPy kwnames)
 {
-    (void)self;
-    static const cb3_argspec spec = {"chunked_header_decode", {"header", NULL}, 1, 0};
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    if (cb3_call_parse(ctx, &call, &spec, args, nargs, kwnames) < 0)
-        return HPy_NULL;
-    const cb3_buffer *header = cb3_call_borrow(ctx, &call, 0, "header", CB3_READ);
-    if (header == NULL)
-        goto done;
-    uint8_t prefix[CB3_CHUNKED_PREFIX_SIZE];
-    uint32_t chunk_size = 0;
     cb3_chunked_header_fault fault = {CB3_CHUNKED_HEADER_RULE_LENGTH, 0};
-    /* The first bytes of a stream: what follows the header is not its business. */
-    size_t len = header->len < CB3_CHUNKED_HEADER_SIZE ? header->len : CB3_CHUNKED_HEADER_SIZE;
-    CB3_CALL_RUN(ctx, &call, 0, &(const cb3_error_context){.header_fault = &fault},
-                 cb3_chunked_header_decode(header->ptr, len, prefix, sizeof prefix, &chunk_size, &fault));
-    if (call.status < 0)
-        goto done;
-    HPy items[2] = {HPyLong_FromSize_t(ctx, chunk_size),
-                    HPyBytes_FromStringAndSize(ctx, (const char *)prefix, sizeof prefix)};
-    if (!HPy_IsNull(items[0]) && !HPy_IsNull(items[1]))
-        result = HPyTuple_FromArray(ctx, items, 2);
-    for (int i = 0; i < 2; i++) {
-        if (!HPy_IsNull(items[i]))
-            HPy_Close(ctx, items[i]);
-    }
-done:
-    return cb3_call_end(ctx, &call, result);
+    return cb3_method_call(ctx, &decode_method, self, args, nargs, kwnames, &fault);
 }
 
 static HPyDef *Chunked_defines[] = {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cb3ext.h"
+#include "errors.h"
 
 HPyGlobal cb3_DecryptionError;
 HPyGlobal cb3_KeystreamExhaustedError;

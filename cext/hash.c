@@ -1,8 +1,10 @@
 /* cb3.blake3 and the one-shot hash / keyed_hash / derive_key: a thin shell over
- * cb3_blake3_* (rustlib/src/ffi/hash.rs) with blake3-py's interface and errors. */
+ * cb3_blake3_* (rustlib/src/hash.rs) with blake3-py's interface and errors. */
 #include <string.h>
 
-#include "cb3ext.h"
+#include "call.h"
+#include "module.h"
+#include "types.h"
 
 #define DEFAULT_LENGTH 32
 
@@ -11,7 +13,7 @@ typedef struct {
 } Blake3Object;
 
 HPyType_HELPERS(Blake3Object)
-CB3_OWNER(Blake3, Blake3Object, cb3_blake3, CB3_OBJECT_KIND_BLAKE3, hasher, cb3_blake3_free)
+CB3_OWNER(Blake3, Blake3Object, cb3_blake3, hasher, cb3_blake3_free)
 
 /* What cb3_raise needs to explain a failure of a hasher (CB3_RESULT_FORKED). */
 static const cb3_error_context hasher_given = {.object = "cb3.blake3"};
@@ -74,93 +76,96 @@ static HPy hex_string(HPyContext *ctx, const uint8_t *bytes, size_t len)
 
 /* ---- construction ---- */
 
-HPyDef_SLOT(Blake3_new, HPy_tp_new)
-static HPy Blake3_new_impl(HPyContext *ctx, HPy type, const HPy *args, HPy_ssize_t nargs, HPy kw)
+static int Blake3_convert(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {
-        "blake3", {"data", "key", "derive_key_context", "max_threads", "usedforsecurity", NULL}, 0, 1, 1};
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy *arg = call.arg;
-    HPy result = HPy_NULL;
-    cb3_blake3 *hasher = NULL;
-    if (cb3_call_parse_new(ctx, &call, &spec, args, nargs, kw) < 0)
-        goto done;
-    HPy key_obj = arg[1], context_obj = arg[2];
-    if (!HPy_IsNull(key_obj) && HPy_Is(ctx, key_obj, ctx->h_None))
-        key_obj = HPy_NULL;
-    if (!HPy_IsNull(context_obj) && HPy_Is(ctx, context_obj, ctx->h_None))
-        context_obj = HPy_NULL;
-    /* blake3-py's parameter: True is 1, OverflowError beyond 64 bits */
-    static const cb3_int_param threads = {"max_threads", CB3_INT_BOOL_OK | CB3_INT_OVERFLOW,
-                                          "a positive int or blake3.AUTO (-1)"};
     size_t max_threads;
-    if (cb3_arg_threads(ctx, arg[3], &threads, &max_threads) < 0)
-        goto done;
-    if (!HPy_IsNull(arg[4]) && !HPy_TypeCheck(ctx, arg[4], ctx->h_BoolType)) {
-        cb3_raisef(ctx, ctx->h_TypeError, "usedforsecurity must be a bool, not '%s'", cb3_type_name(ctx, arg[4]));
-        goto done;
-    }
+    if (cb3_arg_threads(ctx, call->arg[3], &cb3_blake3_max_threads, &max_threads) < 0)
+        return -1;
+    call->value[3] = max_threads;
+    HPy used = call->arg[4];
+    if (!HPy_IsNull(used) && !HPy_TypeCheck(ctx, used, ctx->h_BoolType))
+        return cb3_raisef(ctx, ctx->h_TypeError, "usedforsecurity must be a bool, not '%s'", cb3_type_name(ctx, used));
     /* usedforsecurity is accepted and ignored, as in blake3-py and hashlib. */
-    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ | CB3_OPTIONAL);
-    if (data == NULL)
-        goto done;
-    cb3_result r;
-    if (!HPy_IsNull(key_obj) && !HPy_IsNull(context_obj)) {
-        cb3_raisef(ctx, ctx->h_ValueError, "cannot use key and derive_key_context at the same time");
-        goto done;
-    } else if (!HPy_IsNull(key_obj)) {
-        const cb3_buffer *key = cb3_call_borrow(ctx, &call, 1, "key", CB3_READ);
-        if (key == NULL)
-            goto done;
-        r = cb3_blake3_new_keyed(key->ptr, key->len, max_threads, &hasher);
-        if (cb3_raise(ctx, r, &(const cb3_error_context){.key = key->len}) < 0)
-            goto done;
-    } else if (!HPy_IsNull(context_obj)) {
-        size_t len;
-        const char *context = utf8_arg(ctx, context_obj, "derive_key_context", &len);
-        if (context == NULL)
-            goto done;
-        r = cb3_blake3_new_derive_key((const uint8_t *)context, len, max_threads, &hasher);
-    } else {
-        r = cb3_blake3_new(max_threads, &hasher);
-    }
-    if (cb3_raise(ctx, r, &hasher_given) < 0)
-        goto done;
-    CB3_CALL_RUN(ctx, &call, data->len, &hasher_given, cb3_blake3_update(hasher, data->ptr, data->len));
-    if (call.status < 0)
-        goto done;
-    result = Blake3_adopt(ctx, type, hasher);
-    hasher = NULL; /* adopted or freed */
-done:
-    cb3_blake3_free(hasher);
-    return cb3_call_end(ctx, &call, result);
+    return 0;
 }
 
+/* The mode: key (borrowed), derive_key_context (its UTF-8), or neither;
+ * None is absent. */
+static int Blake3_prepare(HPyContext *ctx, cb3_call *call)
+{
+    HPy key_obj = call->arg[1], context_obj = call->arg[2];
+    int keyed = !HPy_IsNull(key_obj) && !HPy_Is(ctx, key_obj, ctx->h_None);
+    int derived = !HPy_IsNull(context_obj) && !HPy_Is(ctx, context_obj, ctx->h_None);
+    call->in[CB3_ARG_KEY] = NULL;
+    call->text = NULL;
+    call->context = hasher_given;
+    call->given = &call->context;
+    if (keyed && derived)
+        return cb3_raisef(ctx, ctx->h_ValueError, "cannot use key and derive_key_context at the same time");
+    if (keyed) {
+        const cb3_buffer *key = cb3_borrow(ctx, &call->set, key_obj, "key", CB3_READ);
+        if (key == NULL)
+            return -1;
+        call->in[CB3_ARG_KEY] = key;
+        call->context.key = key->len;
+    } else if (derived && (call->text = utf8_arg(ctx, context_obj, "derive_key_context", &call->text_len)) == NULL) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The hasher, then its first input. */
+static cb3_result Blake3_make(cb3_call *call)
+{
+    cb3_blake3 **hasher = (cb3_blake3 **)&call->made;
+    size_t threads = (size_t)call->value[3];
+    const cb3_buffer *key = call->in[CB3_ARG_KEY], *data = call->in[CB3_ARG_DATA];
+    cb3_result r = key           ? cb3_blake3_new_keyed(key->ptr, key->len, threads, hasher)
+                   : call->text ? cb3_blake3_new_derive_key((const uint8_t *)call->text, call->text_len, threads, hasher)
+                                 : cb3_blake3_new(threads, hasher);
+    return r != CB3_RESULT_OK ? r : cb3_blake3_update(*hasher, data->ptr, data->len);
+}
+
+static const cb3_method Blake3_new_method = {
+    .spec = {"blake3", {"data", "key", "derive_key_context", "max_threads", "usedforsecurity", NULL}, 0, 1, 1},
+    .role = {CB3_ARG_DATA | CB3_ARG_NONE_OK},
+    .convert = Blake3_convert,
+    .prepare = Blake3_prepare,
+    .run = Blake3_make,
+    .returns = CB3_RETURN_ADOPT,
+    .kind = CB3_OBJECT_KIND_BLAKE3,
+    .free = Blake3_free,
+};
+CB3_CONSTRUCTOR(Blake3_new, Blake3_new_method)
+
 /* ---- input ---- */
+
+static cb3_result update(cb3_call *call)
+{
+    return cb3_blake3_update(call->inner, call->in[CB3_ARG_DATA]->ptr, call->in[CB3_ARG_DATA]->len);
+}
+
+static const cb3_method update_method = {
+    .spec = {"update", {"data", NULL}, 1, 0, 1},
+    .role = {CB3_ARG_DATA},
+    .inner = 1,
+    .given = &hasher_given,
+    .run = update,
+    .returns = CB3_RETURN_SELF,
+};
 
 HPyDef_METH(Blake3_update, "update", HPyFunc_O,
             .doc = "update($self, data, /)\n--\n\n"
                    "Add input bytes to the hasher (any bytes-like object). Returns the hasher, so calls\n"
                    "can be chained. The GIL is released for inputs of 2048 bytes or more; with\n"
                    "max_threads != 1, inputs of 128 KiB or more are hashed on several threads.")
-static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data_obj)
+static HPy Blake3_update_impl(HPyContext *ctx, HPy self, HPy data)
 {
-    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
-        return HPy_NULL;
-    cb3_call call;
-    cb3_call_start(&call);
-    call.arg[0] = data_obj;
-    const cb3_buffer *data = cb3_call_borrow(ctx, &call, 0, "data", CB3_READ);
-    if (data == NULL)
-        return cb3_call_end(ctx, &call, HPy_NULL);
-    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
-    CB3_CALL_RUN(ctx, &call, data->len, &hasher_given, cb3_blake3_update(hasher, data->ptr, data->len));
-    return cb3_call_end(ctx, &call, call.status < 0 ? HPy_NULL : HPy_Dup(ctx, self));
+    return cb3_method_call_o(ctx, &update_method, self, data);
 }
 
 /* update_mmap reads with the GIL released; between chunks Rust calls
- * check_signals (at most every 20 ms, and at once after EINTR), which takes
+ * check_signals (at intervals, and at once after EINTR), which takes
  * the GIL back to run Python's signal handlers: Ctrl-C on /dev/zero or a
  * FIFO raises KeyboardInterrupt instead of reading forever. (Only the main
  * thread runs handlers; elsewhere it returns at once.) */
@@ -192,7 +197,7 @@ HPyDef_METH(Blake3_update_mmap, "update_mmap", HPyFunc_KEYWORDS,
                    "it). Returns the hasher.")
 static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
 {
-    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+    if (cb3_inner(ctx, self) == NULL)
         return HPy_NULL;
     static const cb3_argspec spec = {"update_mmap", {"path", NULL}, 1, 0};
     HPy arg[1];
@@ -222,7 +227,7 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
     }
     const uint8_t *path = (const uint8_t *)PyBytes_AS_STRING(encoded);
     size_t path_len = (size_t)PyBytes_GET_SIZE(encoded);
-    const cb3_blake3 *hasher = Blake3Object_AsStruct(ctx, self)->hasher;
+    const cb3_blake3 *hasher = cb3_inner(ctx, self);
     int32_t os_error = 0;
     file_reading reading = {.ctx = ctx, .raised = 0};
     reading.state = HPy_LeavePythonExecution(ctx);
@@ -249,7 +254,7 @@ static HPy Blake3_update_mmap_impl(HPyContext *ctx, HPy self, const HPy *args, s
 static const cb3_blake3 *output_args(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames,
                                      const char *function, size_t limit, size_t *length, uint64_t *seek)
 {
-    const cb3_blake3 *hasher = CB3_INNER(ctx, self, Blake3Object, hasher);
+    const cb3_blake3 *hasher = cb3_inner(ctx, self);
     if (hasher == NULL)
         return NULL;
     /* Only the name changes between digest and hexdigest. */
@@ -319,16 +324,19 @@ HPyDef_METH(Blake3_copy, "copy", HPyFunc_NOARGS,
                    "to hash several inputs that share a prefix.")
 static HPy Blake3_copy_impl(HPyContext *ctx, HPy self)
 {
-    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+    const cb3_blake3 *hasher = cb3_inner(ctx, self);
+    if (hasher == NULL)
         return HPy_NULL;
     cb3_blake3 *copy = NULL;
     cb3_result r;
-    CB3_LOCKING(ctx, NULL, r, cb3_blake3_copy(Blake3Object_AsStruct(ctx, self)->hasher, &copy));
+    CB3_LOCKING(ctx, NULL, r, cb3_blake3_copy(hasher, &copy));
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
     HPy type = HPy_Type(ctx, self);
-    HPy result = Blake3_adopt(ctx, type, copy);
+    HPy result = cb3_new_instance(ctx, type, copy, CB3_OBJECT_KIND_BLAKE3);
     HPy_Close(ctx, type);
+    if (HPy_IsNull(result))
+        cb3_blake3_free(copy);
     return result;
 }
 
@@ -338,10 +346,11 @@ HPyDef_METH(Blake3_reset, "reset", HPyFunc_NOARGS,
                    "given to the constructor is not replayed.")
 static HPy Blake3_reset_impl(HPyContext *ctx, HPy self)
 {
-    if (CB3_INNER(ctx, self, Blake3Object, hasher) == NULL)
+    const cb3_blake3 *hasher = cb3_inner(ctx, self);
+    if (hasher == NULL)
         return HPy_NULL;
     cb3_result r;
-    CB3_LOCKING(ctx, NULL, r, cb3_blake3_reset(Blake3Object_AsStruct(ctx, self)->hasher));
+    CB3_LOCKING(ctx, NULL, r, cb3_blake3_reset(hasher));
     if (cb3_raise(ctx, r, &hasher_given) < 0)
         return HPy_NULL;
     return HPy_Dup(ctx, ctx->h_None);
@@ -370,80 +379,83 @@ HPyType_Spec cb3_blake3_spec = {
     .defines = Blake3_defines,
 };
 
-/* ---- one-shot functions ---- */
+/* ---- one-shot functions ----
+ *
+ * (data or key material, length=32): value[0] is the output's length. */
 
-typedef enum { MODE_HASH, MODE_KEYED, MODE_DERIVE } one_shot_mode;
-
-static cb3_result one_shot_call(one_shot_mode mode, const cb3_buffer *key, const uint8_t *context,
-                                size_t context_len, const cb3_buffer *data, const cb3_output *out)
+static int one_shot_length_at(HPyContext *ctx, cb3_call *call, int index)
 {
-    switch (mode) {
-    case MODE_HASH:
-        return cb3_blake3_hash(data->ptr, data->len, out->ptr, out->len);
-    case MODE_KEYED:
-        return cb3_blake3_keyed_hash(key->ptr, key->len, data->ptr, data->len, out->ptr, out->len);
-    default:
-        return cb3_blake3_derive_key(context, context_len, data->ptr, data->len, out->ptr, out->len);
-    }
+    size_t length = 0;
+    if (length_arg(ctx, call->arg[index], &one_shot_length, (size_t)PY_SSIZE_T_MAX, &length) < 0)
+        return -1;
+    call->value[0] = length;
+    return 0;
 }
 
-static HPy one_shot(HPyContext *ctx, const HPy *args, size_t nargs, HPy kwnames, const cb3_argspec *spec,
-                    one_shot_mode mode)
+static int hash_convert(HPyContext *ctx, cb3_call *call)
 {
-    cb3_call call;
-    cb3_call_start(&call);
-    HPy result = HPy_NULL;
-    cb3_output *out = &call.out[0];
-    if (cb3_call_parse(ctx, &call, spec, args, nargs, kwnames) < 0)
-        return HPy_NULL;
-    int n_inputs = mode == MODE_HASH ? 1 : 2;
-    size_t length = 0; /* length_arg sets it; GCC 15 cannot see that (-Wmaybe-uninitialized) */
-    if (length_arg(ctx, call.arg[n_inputs], &one_shot_length, (size_t)PY_SSIZE_T_MAX, &length) < 0)
-        return HPy_NULL;
-    const cb3_buffer *key = NULL;
-    const char *context = NULL;
-    size_t context_len = 0;
-    if (mode == MODE_KEYED && (key = cb3_call_borrow(ctx, &call, 0, "key", CB3_READ)) == NULL)
-        goto done;
-    if (mode == MODE_DERIVE && (context = utf8_arg(ctx, call.arg[0], "context", &context_len)) == NULL)
-        goto done;
-    const cb3_buffer *data =
-        cb3_call_borrow(ctx, &call, n_inputs - 1, mode == MODE_DERIVE ? "material" : "data", CB3_READ);
-    if (data == NULL || cb3_output_new(ctx, length, out) < 0)
-        goto done;
-    CB3_CALL_RUN(ctx, &call, data->len + length, &(const cb3_error_context){.key = key ? key->len : 0},
-                 one_shot_call(mode, key, (const uint8_t *)context, context_len, data, out));
-    if (call.status < 0)
-        goto done;
-    result = cb3_output_finish(ctx, out);
-done:
-    return cb3_call_end(ctx, &call, result);
+    return one_shot_length_at(ctx, call, 1);
 }
 
-HPyDef_METH(cb3_hash_def, "hash", HPyFunc_KEYWORDS,
-            .doc = "hash(data, length=32)\n--\n\n"
-                   "The BLAKE3 hash of data: length output bytes (32 is the standard digest).")
-static HPy cb3_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static int keyed_hash_convert(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"hash", {"data", "length", NULL}, 1, 0};
-    return one_shot(ctx, args, nargs, kwnames, &spec, MODE_HASH);
+    return one_shot_length_at(ctx, call, 2);
 }
 
-HPyDef_METH(cb3_keyed_hash_def, "keyed_hash", HPyFunc_KEYWORDS,
-            .doc = "keyed_hash(key, data, length=32)\n--\n\n"
-                   "Keyed BLAKE3 (a MAC / PRF) of data under a 32-byte key: length output bytes.")
-static HPy cb3_keyed_hash_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+static int derive_key_convert(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"keyed_hash", {"key", "data", "length", NULL}, 2, 0};
-    return one_shot(ctx, args, nargs, kwnames, &spec, MODE_KEYED);
+    if (one_shot_length_at(ctx, call, 2) < 0)
+        return -1;
+    call->text = utf8_arg(ctx, call->arg[0], "context", &call->text_len);
+    return call->text == NULL ? -1 : 0;
 }
 
-HPyDef_METH(cb3_derive_key_def, "derive_key", HPyFunc_KEYWORDS,
-            .doc = "derive_key(context, material, length=32)\n--\n\n"
-                   "BLAKE3 key derivation: length bytes derived from the key material under context, a str\n"
-                   "that should be hardcoded, globally unique and application-specific.")
-static HPy cb3_derive_key_def_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+/* The output, which the GIL rule counts too. */
+static int one_shot_prepare(HPyContext *ctx, cb3_call *call)
 {
-    static const cb3_argspec spec = {"derive_key", {"context", "material", "length", NULL}, 2, 0};
-    return one_shot(ctx, args, nargs, kwnames, &spec, MODE_DERIVE);
+    call->nbytes += (size_t)call->value[0];
+    return cb3_output_new(ctx, (size_t)call->value[0], &call->out[0]);
 }
+
+static cb3_result hash(cb3_call *call)
+{
+    const cb3_buffer *data = call->in[CB3_ARG_DATA];
+    return cb3_blake3_hash(data->ptr, data->len, call->out[0].ptr, call->out[0].len);
+}
+
+static cb3_result keyed_hash(cb3_call *call)
+{
+    const cb3_buffer *key = call->in[CB3_ARG_KEY], *data = call->in[CB3_ARG_DATA];
+    return cb3_blake3_keyed_hash(key->ptr, key->len, data->ptr, data->len, call->out[0].ptr, call->out[0].len);
+}
+
+static cb3_result derive_key(cb3_call *call)
+{
+    const cb3_buffer *data = call->in[CB3_ARG_DATA];
+    return cb3_blake3_derive_key((const uint8_t *)call->text, call->text_len, data->ptr, data->len,
+                                 call->out[0].ptr, call->out[0].len);
+}
+
+static const cb3_method one_shot[] = {
+    {.spec = {"hash", {"data", "length", NULL}, 1, 0}, .role = {CB3_ARG_DATA, CB3_ARG_OBJECT},
+     .convert = hash_convert, .prepare = one_shot_prepare, .run = hash},
+    {.spec = {"keyed_hash", {"key", "data", "length", NULL}, 2, 0},
+     .role = {CB3_ARG_KEY, CB3_ARG_DATA, CB3_ARG_OBJECT}, .convert = keyed_hash_convert,
+     .prepare = one_shot_prepare, .run = keyed_hash},
+    {.spec = {"derive_key", {"context", "material", "length", NULL}, 2, 0},
+     .role = {CB3_ARG_OBJECT, CB3_ARG_DATA, CB3_ARG_OBJECT}, .convert = derive_key_convert,
+     .prepare = one_shot_prepare, .run = derive_key},
+};
+
+CB3_METHOD(cb3_hash_def, "hash", one_shot[0],
+           "hash(data, length=32)\n--\n\n"
+           "The BLAKE3 hash of data: length output bytes (32 is the standard digest).")
+
+CB3_METHOD(cb3_keyed_hash_def, "keyed_hash", one_shot[1],
+           "keyed_hash(key, data, length=32)\n--\n\n"
+           "Keyed BLAKE3 (a MAC / PRF) of data under a 32-byte key: length output bytes.")
+
+CB3_METHOD(cb3_derive_key_def, "derive_key", one_shot[2],
+           "derive_key(context, material, length=32)\n--\n\n"
+           "BLAKE3 key derivation: length bytes derived from the key material under context, a str\n"
+           "that should be hardcoded, globally unique and application-specific.")

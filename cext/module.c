@@ -1,6 +1,10 @@
 /* The module cb3._cb3: multi-phase init registers the types and functions and
  * loads the exception classes that cb3/errors.py defines. */
-#include "cb3ext.h"
+#include "args.h"
+#include "buffers.h"
+#include "errors.h"
+#include "module.h"
+#include "types.h"
 
 HPyDef_METH(version, "version", HPyFunc_NOARGS, .doc = "version()\n--\n\nThe version of the Rust core (rustlib).")
 static HPy version_impl(HPyContext *ctx, HPy self)
@@ -28,11 +32,45 @@ static HPy cache_tuning_impl(HPyContext *ctx, HPy self)
 HPyDef_METH(panic_boundary_check, "panic_boundary_check", HPyFunc_NOARGS,
             .doc = "panic_boundary_check()\n--\n\nUnwinds a deliberate Rust panic to the boundary every export runs in and\n"
                    "returns the message of the result it made (CB3_RESULT_PANIC's). A build whose unwinder\n"
-                   "cannot do that aborts instead, as it would on any panic (rustlib/src/ffi/info.rs).")
+                   "cannot do that aborts instead, as it would on any panic (rustlib/src/info.rs).")
 static HPy panic_boundary_check_impl(HPyContext *ctx, HPy self)
 {
     (void)self;
     return HPyUnicode_FromString(ctx, cb3_result_message((unsigned)cb3_panic_boundary_check()));
+}
+
+HPyDef_METH(cpu_maker, "cpu_maker", HPyFunc_NOARGS,
+            .doc = "cpu_maker()\n--\n\nWho made this CPU, as the Rust core's tuning sees it: \"Intel\", \"AMD\" or \"other\".")
+static HPy cpu_maker_impl(HPyContext *ctx, HPy self)
+{
+    (void)self;
+    return HPyUnicode_FromString(ctx, cb3_cpu_maker());
+}
+
+HPyDef_METH(cpu_model, "cpu_model", HPyFunc_NOARGS,
+            .doc = "cpu_model()\n--\n\nThis CPU's model name (cpuid's brand string on x86-64), or \"unknown\".")
+static HPy cpu_model_impl(HPyContext *ctx, HPy self)
+{
+    (void)self;
+    return HPyUnicode_FromString(ctx, cb3_cpu_model());
+}
+
+HPyDef_METH(thread_count, "thread_count", HPyFunc_KEYWORDS,
+            .doc = "thread_count(max_threads)\n--\n\n"
+                   "The threads an object made with this max_threads (a positive int or cb3.AUTO) works on:\n"
+                   "cb3.AUTO is every usable core, any other count is capped at the usable cores (CPU\n"
+                   "affinity and cgroup quota; cb3_threads_count).")
+static HPy thread_count_impl(HPyContext *ctx, HPy self, const HPy *args, size_t nargs, HPy kwnames)
+{
+    (void)self;
+    static const cb3_argspec spec = {"thread_count", {"max_threads", NULL}, 1, 0};
+    HPy arg[1];
+    if (cb3_parse_args(ctx, &spec, args, nargs, kwnames, arg) < 0)
+        return HPy_NULL;
+    size_t max_threads = 1;
+    if (cb3_arg_threads(ctx, arg[0], &cb3_max_threads, &max_threads) < 0)
+        return HPy_NULL;
+    return HPyLong_FromSize_t(ctx, cb3_threads_count(max_threads));
 }
 
 /* module.name = value, a new handle (HPy_NULL: its error is set). */
@@ -187,6 +225,12 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
         add(ctx, module, "GIL_THRESHOLD", HPyLong_FromLong(ctx, CB3_GIL_THRESHOLD)) < 0 ||
         add(ctx, module, "AUTO", HPyLong_FromLong(ctx, CB3_AUTO)) < 0 ||
         add(ctx, module, "BLAKE3_PARALLEL_MIN", HPyLong_FromLong(ctx, CB3_BLAKE3_PARALLEL_MIN)) < 0 ||
+        add(ctx, module, "CHUNKED_HEADER_SIZE", HPyLong_FromLong(ctx, CB3_CHUNKED_HEADER_SIZE)) < 0 ||
+        add(ctx, module, "CHUNKED_PREFIX_SIZE", HPyLong_FromLong(ctx, CB3_CHUNKED_PREFIX_SIZE)) < 0 ||
+        add(ctx, module, "CHUNKED_VERSION", HPyLong_FromLong(ctx, CB3_CHUNKED_VERSION)) < 0 ||
+        add(ctx, module, "CHUNKED_DEFAULT_CHUNK_SIZE", HPyLong_FromLong(ctx, CB3_CHUNKED_DEFAULT_CHUNK_SIZE)) < 0 ||
+        add(ctx, module, "CHUNKED_MIN_CHUNK_SIZE", HPyLong_FromLong(ctx, CB3_CHUNKED_MIN_CHUNK_SIZE)) < 0 ||
+        add(ctx, module, "CHUNKED_MAX_CHUNK_SIZE", HPyLong_FromLong(ctx, CB3_CHUNKED_MAX_CHUNK_SIZE)) < 0 ||
         add(ctx, module, "HPY_ABI", HPyUnicode_FromString(ctx, abi)) < 0 ||
         add(ctx, module, "OUTPUT_BYTEARRAY_MIN", HPyLong_FromLong(ctx, CB3_OUTPUT_BYTEARRAY_MIN)) < 0 ||
         add(ctx, module, "BUILD_INTERPRETER", HPyUnicode_FromString(ctx, CB3_BUILD_INTERPRETER)) < 0 ||
@@ -196,9 +240,9 @@ static int module_exec_impl(HPyContext *ctx, HPy module)
 }
 
 static HPyDef *module_defines[] = {
-    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check, &bench_reference,
+    &module_exec,        &version,           &simd_backend,      &cache_tuning,      &panic_boundary_check,
     &cb3_hash_def,       &cb3_keyed_hash_def, &cb3_derive_key_def, &cb3_hchacha20_def,
-    &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, NULL,
+    &cb3_chunked_header_encode_def, &cb3_chunked_header_decode_def, &cpu_maker, &cpu_model, &thread_count, NULL,
 };
 static HPyGlobal *module_globals[] = {
     &cb3_DecryptionError, &cb3_KeystreamExhaustedError, &cb3_ChunkedHeaderError, &cb3_type_ChaCha20Blake3,

@@ -1,9 +1,10 @@
 /* What the extension's types share: making an instance that owns its Rust
  * object, type names for messages, and the refusals that make HPy types on
- * PyPy behave as CPython's do (CB3_TYPE_FIXES in cb3ext.h). */
+ * PyPy behave as CPython's do (compat.h, CB3_TYPE_FIXES_ON). */
 #include <string.h>
 
-#include "cb3ext.h"
+#include "errors.h"
+#include "types.h"
 
 /* Not HPyType_GetName: its context slot lies past h_Builtins, where PyPy's
  * HPy context differs from hpy 0.9.0's (docs/pypy.md, hpy-0.9 notes). */
@@ -20,13 +21,14 @@ const char *cb3_type_name(HPyContext *ctx, HPy obj)
 #if defined(PYPY_VERSION)
 /* __pypy__.add_memory_pressure (module_exec loads it). PyPy frees an
  * instance, and through its destroy slot the Rust object, only at a major
- * collection, and its collector cannot see the Rust allocation (2 KiB for a
- * blake3): told nothing, it let millions of them pile up, gigabytes of memory
- * (docs/design/pypy.md, "Objects made in a loop"). So the instances tell it. */
+ * collection, and its collector cannot see the Rust allocation
+ * (cb3_object_size): told nothing, it lets objects made in a loop pile up
+ * without bound (docs/pypy.md, "Objects made in a loop"). So the
+ * instances tell it. */
 HPyGlobal cb3_add_memory_pressure;
 
-/* Reported in batches of this many bytes (32 blake3 objects): one call of
- * the interpreter per batch, the collector's count short by less than one. */
+/* Reported in batches of this many bytes: one call of the interpreter per
+ * batch, the collector's count short by less than one batch. */
 #define REPORT_BATCH (64 * 1024)
 static size_t unreported; /* made since the last report; the GIL guards it */
 

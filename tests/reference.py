@@ -143,13 +143,13 @@ class ReferenceStream:
 
 STREAM_MAGIC = b"CB3STRM"
 STREAM_VERSION = 1
-STREAM_HEADER_SIZE = 27
-STREAM_MIN_CHUNK_SIZE = 64
-STREAM_MAX_CHUNK_SIZE = 2**24
+CHUNKED_HEADER_SIZE = 27
+CHUNKED_MIN_CHUNK_SIZE = 64
+CHUNKED_MAX_CHUNK_SIZE = 2**24
 
 
 def stream_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
-    if len(nonce_prefix) != 15 or not STREAM_MIN_CHUNK_SIZE <= chunk_size <= STREAM_MAX_CHUNK_SIZE:
+    if len(nonce_prefix) != 15 or not CHUNKED_MIN_CHUNK_SIZE <= chunk_size <= CHUNKED_MAX_CHUNK_SIZE:
         raise ValueError("bad prefix or chunk size")
     return STREAM_MAGIC + bytes([STREAM_VERSION]) + chunk_size.to_bytes(4, "big") + bytes(nonce_prefix)
 
@@ -177,15 +177,15 @@ def stream_encrypt(
 def stream_decrypt(key: bytes, data: bytes, aad: bytes | None = None) -> bytes:
     """The plaintext, or ReferenceDecryptionError for anything invalid."""
     data = bytes(data)
-    header = data[:STREAM_HEADER_SIZE]
-    if len(header) < STREAM_HEADER_SIZE or header[:7] != STREAM_MAGIC or header[7] != STREAM_VERSION:
+    header = data[:CHUNKED_HEADER_SIZE]
+    if len(header) < CHUNKED_HEADER_SIZE or header[:7] != STREAM_MAGIC or header[7] != STREAM_VERSION:
         raise ReferenceDecryptionError("bad header")
     chunk_size = int.from_bytes(header[8:12], "big")
-    if not STREAM_MIN_CHUNK_SIZE <= chunk_size <= STREAM_MAX_CHUNK_SIZE:
+    if not CHUNKED_MIN_CHUNK_SIZE <= chunk_size <= CHUNKED_MAX_CHUNK_SIZE:
         raise ReferenceDecryptionError("bad chunk size")
     prefix = header[12:]
     chunk_aad = header + (b"" if aad is None else bytes(aad))
-    body = data[STREAM_HEADER_SIZE:]
+    body = data[CHUNKED_HEADER_SIZE:]
     if not body:
         raise ReferenceDecryptionError("no chunk")
     piece = chunk_size + TAG_SIZE

@@ -43,7 +43,7 @@ def test_tree_on_a_process_pool(tmp_path):
     a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
     a.write_bytes(b_bytes)
     b.write_bytes(a_bytes)
-    with pytest.raises(cb3.StreamError), concurrent.futures.ThreadPoolExecutor(2) as threads:
+    with pytest.raises(cb3.ChunkedError), concurrent.futures.ThreadPoolExecutor(2) as threads:
         encrypt_tree.decrypt_tree(threads, key, tmp_path / "sealed", tmp_path / "swapped")
 
 

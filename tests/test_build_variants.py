@@ -3,15 +3,15 @@ use, compiled and tested: each switch's other value is PyPy's default (or a
 measuring build, docs/pypy.md), so on CPython this is the way to check those
 routes with CPython's tools.
 
-- CB3_TYPE_FIXES_ON=1 (cb3ext.h; PyPy's default): __setattr__, __delattr__,
+- CB3_TYPE_FIXES_ON=1 (compat.h; PyPy's default): __setattr__, __delattr__,
   __init_subclass__, __reduce_ex__ and __reduce__ that restore CPython's
   behaviour on PyPy. Here they must give exactly what CPython gives without
   them (the default build in this process).
-- CB3_OUTPUT_VIA_HPY=1 (cb3ext.h; PyPy's default): output bytes filled in C
+- CB3_OUTPUT_VIA_HPY=1 (compat.h; PyPy's default): output bytes filled in C
   memory and copied by HPyBytes_FromStringAndSize.
 - CB3_BYTES_VIA_HPY=0 (buffers.c; a measuring build): bytes arguments read
   through the buffer protocol like any other buffer.
-- CB3_OUTPUT_BYTEARRAY_MIN=512 (cb3ext.h; PyPy 8.0's route, from 1024 bytes
+- CB3_OUTPUT_BYTEARRAY_MIN=512 (compat.h; PyPy 8.0's route, from 1024 bytes
   there): outputs of 512 bytes and more made as private bytearrays, which
   the Python forwarders turn into bytes.
 

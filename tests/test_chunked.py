@@ -1,4 +1,4 @@
-"""cb3's chunked stream format (cb3/chunked/, rustlib/src/chunked.rs,
+"""cb3's chunked stream format (cb3/chunked/, rustlib/core/src/chunked.rs,
 docs/stream-format.md): vectors from the independent implementation in
 reference.py, round trips, every kind of tampering, interrupted writers,
 I/O faults, pipes and random access.
@@ -254,7 +254,7 @@ def test_bad_method_arguments(tmp_path: Path) -> None:
         cb3.encrypt_file(KEY, io.BytesIO(b"x"), tmp_path / "out", chunk_size=1)
     with pytest.raises(FileNotFoundError):
         cb3.decrypt_file(KEY, tmp_path / "missing", tmp_path / "out")
-    with pytest.raises(cb3.StreamHeaderError):
+    with pytest.raises(cb3.ChunkedHeaderError):
         cb3.decrypt_file(KEY, io.BytesIO(b"short"), tmp_path / "out")
     assert list(tmp_path.iterdir()) == []  # no output, no temporary file
     with pytest.raises(ValueError, match="max_threads"):
@@ -281,7 +281,7 @@ def decrypt_outcome(stream: bytes, *, key: bytes = KEY, aad: bytes | None = None
             if not part:
                 return bytes(got), None
             got += part
-    except cb3.StreamError as error:
+    except cb3.ChunkedError as error:
         return bytes(got), error
 
 
@@ -311,18 +311,18 @@ def test_modified_chunk(chunk: int) -> None:
         bad = bytearray(chunks[chunk])
         bad[position] ^= 0x20
         modified = chunks[:chunk] + [bytes(bad)] + chunks[chunk + 1 :]
-        expect(header + b"".join(modified), cb3.StreamError, chunk, f"chunk {chunk} failed to authenticate")
+        expect(header + b"".join(modified), cb3.ChunkedError, chunk, f"chunk {chunk} failed to authenticate")
 
 
 @pytest.mark.parametrize("chunk", range(5))
 def test_dropped_chunk(chunk: int) -> None:
     header, chunks = chunks_of(seal(PT_SHORT_END))
-    expect(header + b"".join(chunks[:chunk] + chunks[chunk + 1 :]), cb3.StreamError, chunk)
+    expect(header + b"".join(chunks[:chunk] + chunks[chunk + 1 :]), cb3.ChunkedError, chunk)
 
 
 def test_dropped_final_chunk_is_truncation() -> None:
     header, chunks = chunks_of(seal(PT_SHORT_END))
-    expect(header + b"".join(chunks[:5]), cb3.StreamTruncatedError, 4, "ends after chunk 4")
+    expect(header + b"".join(chunks[:5]), cb3.ChunkedTruncatedError, 4, "ends after chunk 4")
 
 
 @pytest.mark.parametrize("keep", range(0, 4))
@@ -330,33 +330,33 @@ def test_truncated_at_every_chunk_boundary(keep: int) -> None:
     header, chunks = chunks_of(seal(PT_FULL_END))
     stream = header + b"".join(chunks[:keep])
     if keep == 0:
-        expect(stream, cb3.StreamTruncatedError, 0, "no chunk after the header", pt=PT_FULL_END)
+        expect(stream, cb3.ChunkedTruncatedError, 0, "no chunk after the header", pt=PT_FULL_END)
     else:
-        expect(stream, cb3.StreamTruncatedError, keep - 1, f"ends after chunk {keep - 1}", pt=PT_FULL_END)
+        expect(stream, cb3.ChunkedTruncatedError, keep - 1, f"ends after chunk {keep - 1}", pt=PT_FULL_END)
 
 
 @pytest.mark.parametrize("cut", [1, 31, 32, 33, 95])
 def test_truncated_inside_a_chunk(cut: int) -> None:
     stream = seal(PT_FULL_END)
-    expect(stream[:-cut], cb3.StreamError, 3, "chunk 3 failed", pt=PT_FULL_END)
+    expect(stream[:-cut], cb3.ChunkedError, 3, "chunk 3 failed", pt=PT_FULL_END)
 
 
 def test_reordered_and_duplicated_chunks() -> None:
     header, chunks = chunks_of(seal(PT_SHORT_END))
     swapped = chunks[:]
     swapped[1], swapped[2] = swapped[2], swapped[1]
-    expect(header + b"".join(swapped), cb3.StreamError, 1, "chunk 1 failed")
-    expect(header + b"".join(chunks[:3] + chunks[2:]), cb3.StreamError, 3, "chunk 3 failed")  # duplicate
-    expect(header + b"".join(chunks[:5] + chunks[4:]), cb3.StreamError, 5, "chunk 5 failed")  # replayed last full
+    expect(header + b"".join(swapped), cb3.ChunkedError, 1, "chunk 1 failed")
+    expect(header + b"".join(chunks[:3] + chunks[2:]), cb3.ChunkedError, 3, "chunk 3 failed")  # duplicate
+    expect(header + b"".join(chunks[:5] + chunks[4:]), cb3.ChunkedError, 5, "chunk 5 failed")  # replayed last full
 
 
 def test_appended_data() -> None:
     full = seal(PT_FULL_END)
     # After a full final chunk: the final chunk now looks non-final.
     for extra in (b"\x00", os.urandom(96), full[HEADER:HEADER + 96]):
-        expect(full + extra, cb3.StreamError, 3, "data after the final chunk (chunk 3)", pt=PT_FULL_END)
+        expect(full + extra, cb3.ChunkedError, 3, "data after the final chunk (chunk 3)", pt=PT_FULL_END)
     # After a short final chunk, the bytes merge into it.
-    expect(seal(PT_SHORT_END) + b"more", cb3.StreamError, 5, "chunk 5 failed")
+    expect(seal(PT_SHORT_END) + b"more", cb3.ChunkedError, 5, "chunk 5 failed")
     # An empty final chunk after a full one is never valid, even genuinely sealed.
     header, chunks = chunks_of(full)
     chunked_obj = cb3._cb3.Chunked(KEY, header, None, 1)
@@ -370,18 +370,18 @@ def test_splicing_between_streams() -> None:
     b = seal(PT_SHORT_END, prefix=bytes(15))  # same key and data, another prefix
     header_a, chunks_a = chunks_of(a)
     header_b, chunks_b = chunks_of(b)
-    expect(header_a + b"".join(chunks_a[:2] + chunks_b[2:]), cb3.StreamError, 2, "chunk 2 failed")
-    expect(header_b + b"".join(chunks_a), cb3.StreamError, 0, "chunk 0 failed")
+    expect(header_a + b"".join(chunks_a[:2] + chunks_b[2:]), cb3.ChunkedError, 2, "chunk 2 failed")
+    expect(header_b + b"".join(chunks_a), cb3.ChunkedError, 0, "chunk 0 failed")
     # Same prefix, different associated data: the chunks do not carry over either.
     c = seal(PT_SHORT_END, aad=b"other")
-    expect(header_a + b"".join(chunks_a[:3] + chunks_of(c)[1][3:]), cb3.StreamError, 3)
+    expect(header_a + b"".join(chunks_a[:3] + chunks_of(c)[1][3:]), cb3.ChunkedError, 3)
 
 
 def test_wrong_key_and_associated_data() -> None:
     stream = seal(PT_SHORT_END, aad=b"right")
-    expect(stream, cb3.StreamError, 0, "chunk 0 failed", key=bytes(32), aad=b"right")
-    expect(stream, cb3.StreamError, 0, "chunk 0 failed", aad=b"wrong")
-    expect(stream, cb3.StreamError, 0, "chunk 0 failed")
+    expect(stream, cb3.ChunkedError, 0, "chunk 0 failed", key=bytes(32), aad=b"right")
+    expect(stream, cb3.ChunkedError, 0, "chunk 0 failed", aad=b"wrong")
+    expect(stream, cb3.ChunkedError, 0, "chunk 0 failed")
 
 
 @pytest.mark.parametrize("offset", range(HEADER))
@@ -389,11 +389,11 @@ def test_modified_header_byte(offset: int) -> None:
     stream = bytearray(seal(PT_SHORT_END))
     stream[offset] ^= 0x01
     got, raised = decrypt_outcome(bytes(stream))
-    assert got == b"" and isinstance(raised, cb3.StreamError)
+    assert got == b"" and isinstance(raised, cb3.ChunkedError)
     if offset < 8 or offset == 8:  # magic, version; or a chunk size above 16 MiB
-        assert type(raised) is cb3.StreamHeaderError
+        assert type(raised) is cb3.ChunkedHeaderError
     else:
-        assert type(raised) is cb3.StreamError and "chunk 0 failed" in str(raised)
+        assert type(raised) is cb3.ChunkedError and "chunk 0 failed" in str(raised)
     with pytest.raises(reference.ReferenceDecryptionError):
         reference.stream_decrypt(KEY, bytes(stream))
 
@@ -401,23 +401,23 @@ def test_modified_header_byte(offset: int) -> None:
 def test_empty_stream_edge_cases() -> None:
     empty = seal(b"")
     assert len(empty) == HEADER + TAG and open_all(empty) == b""
-    expect(empty[:HEADER], cb3.StreamTruncatedError, 0, "no chunk", pt=b"")
+    expect(empty[:HEADER], cb3.ChunkedTruncatedError, 0, "no chunk", pt=b"")
     for short in (b"", empty[:1], empty[:26]):
-        with pytest.raises(cb3.StreamHeaderError, match="shorter than the 27-byte header"):
+        with pytest.raises(cb3.ChunkedHeaderError, match="shorter than the 27-byte header"):
             cb3.DecryptingReader(io.BytesIO(short), KEY)
-    with pytest.raises(cb3.StreamHeaderError, match="does not start with"):
+    with pytest.raises(cb3.ChunkedHeaderError, match="does not start with"):
         cb3.DecryptingReader(io.BytesIO(b"age-encryption.org/v1\n" + bytes(40)), KEY)
-    with pytest.raises(cb3.StreamHeaderError, match="unsupported cb3 stream version 2"):
+    with pytest.raises(cb3.ChunkedHeaderError, match="unsupported cb3 stream version 2"):
         cb3.DecryptingReader(io.BytesIO(b"CB3STRM\x02" + empty[8:]), KEY)
     for size in (0, 63, 2**24 + 1, 2**32 - 1):
-        with pytest.raises(cb3.StreamHeaderError, match=f"chunk size {size} is outside"):
+        with pytest.raises(cb3.ChunkedHeaderError, match=f"chunk size {size} is outside"):
             cb3.DecryptingReader(io.BytesIO(empty[:8] + size.to_bytes(4, "big") + empty[12:]), KEY)
 
 
 def test_exceptions_hierarchy() -> None:
-    assert issubclass(cb3.StreamTruncatedError, cb3.StreamError)
-    assert issubclass(cb3.StreamHeaderError, cb3.StreamError)
-    assert issubclass(cb3.StreamError, cb3.DecryptionError)
+    assert issubclass(cb3.ChunkedTruncatedError, cb3.ChunkedError)
+    assert issubclass(cb3.ChunkedHeaderError, cb3.ChunkedError)
+    assert issubclass(cb3.ChunkedError, cb3.DecryptionError)
 
 
 def test_header_fuzz_never_raises_anything_else() -> None:
@@ -438,7 +438,7 @@ def test_header_fuzz_never_raises_anything_else() -> None:
         data_bytes = bytes(data)
         try:
             result: bytes | None = open_all(data_bytes)
-        except cb3.StreamError:
+        except cb3.ChunkedError:
             result = None
         try:
             expected: bytes | None = reference.stream_decrypt(KEY, data_bytes)
@@ -457,7 +457,7 @@ def test_interrupted_writer_with_block() -> None:
             writer.write(PT_SHORT_END)
             raise KeyboardInterrupt
     got, raised = decrypt_outcome(out.getvalue())
-    assert type(raised) is cb3.StreamTruncatedError
+    assert type(raised) is cb3.ChunkedTruncatedError
     assert got == PT_SHORT_END[:64 * 4]  # the chunks before the held-back final one
 
 
@@ -467,12 +467,12 @@ def test_interrupted_writer_never_closed() -> None:
     writer.write(PT_FULL_END)
     del writer
     gc.collect()
-    assert type(decrypt_outcome(out.getvalue())[1]) is cb3.StreamTruncatedError
+    assert type(decrypt_outcome(out.getvalue())[1]) is cb3.ChunkedTruncatedError
     out = io.BytesIO()
     writer = cb3.EncryptingWriter(out, KEY, chunk_size=64)
     writer.write(PT_FULL_END)
     writer.abort()
-    assert type(decrypt_outcome(out.getvalue())[1]) is cb3.StreamTruncatedError
+    assert type(decrypt_outcome(out.getvalue())[1]) is cb3.ChunkedTruncatedError
 
 
 class FailingFile(io.RawIOBase):
@@ -512,7 +512,7 @@ def test_disk_full_during_write() -> None:
     with pytest.raises(OSError, match="earlier write"):
         writer.write(b"more")
     writer.close()  # does not seal a broken stream
-    assert type(decrypt_outcome(bytes(sink.data))[1]) in (cb3.StreamTruncatedError, cb3.StreamError)
+    assert type(decrypt_outcome(bytes(sink.data))[1]) in (cb3.ChunkedTruncatedError, cb3.ChunkedError)
     with pytest.raises(OSError):
         cb3.encrypt_file(KEY, io.BytesIO(os.urandom(5000)), FailingFile(room=1000), chunk_size=64)
 
@@ -569,9 +569,9 @@ def test_short_reads() -> None:
     try:
         for part in cb3.DecryptingReader(Dribble(stream[: HEADER + 64 * 2 + 64]), KEY).chunks():
             got += part
-    except cb3.StreamError as error:
+    except cb3.ChunkedError as error:
         raised = error
-    assert type(raised) is cb3.StreamTruncatedError and got == PT_SHORT_END[:64]
+    assert type(raised) is cb3.ChunkedTruncatedError and got == PT_SHORT_END[:64]
 
 
 def test_pipes() -> None:
@@ -654,12 +654,12 @@ def test_seek_in_an_embedded_stream_and_tampered_end() -> None:
     reader.seek(100)
     assert reader.read() == PT_SHORT_END[100:]
     truncated = cb3.DecryptingReader(io.BytesIO(stream[: HEADER + 96 * 3]), KEY)
-    with pytest.raises(cb3.StreamTruncatedError):
+    with pytest.raises(cb3.ChunkedTruncatedError):
         truncated.seek(0, io.SEEK_END)
     truncated.seek(10)
     assert truncated.read(5) == PT_SHORT_END[10:15]  # a middle chunk verifies on its own
     truncated.seek(64 * 3 + 1)
-    with pytest.raises(cb3.StreamTruncatedError):
+    with pytest.raises(cb3.ChunkedTruncatedError):
         truncated.read()
 
 
@@ -677,11 +677,11 @@ def test_paths_and_atomic_output(tmp_path: Path) -> None:
     bad = bytearray(enc.read_bytes())
     bad[-1] ^= 1
     enc.write_bytes(bad)
-    with pytest.raises(cb3.StreamError):
+    with pytest.raises(cb3.ChunkedError):
         cb3.decrypt_file(KEY, enc, dec, associated_data=b"x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "a.cb3"]  # no output, no temp file
     dec.write_bytes(b"old")
-    with pytest.raises(cb3.StreamError):
+    with pytest.raises(cb3.ChunkedError):
         cb3.decrypt_file(KEY, enc, dec, associated_data=b"x")
     assert dec.read_bytes() == b"old"  # an existing file is only replaced on success
 
@@ -711,10 +711,10 @@ def test_file_helpers_on_several_threads(threads: int) -> None:
     bad = bytearray(expected)
     bad[HEADER + 20 * (65536 + TAG) + 5] ^= 1
     dec = io.BytesIO()
-    with pytest.raises(cb3.StreamError, match="chunk 20 failed"):
+    with pytest.raises(cb3.ChunkedError, match="chunk 20 failed"):
         cb3.decrypt_file(KEY, io.BytesIO(bytes(bad)), dec, max_threads=threads)
     assert dec.getvalue() == pt[: 20 * 65536]
-    with pytest.raises(cb3.StreamTruncatedError):
+    with pytest.raises(cb3.ChunkedTruncatedError):
         cb3.decrypt_file(KEY, io.BytesIO(expected[: HEADER + 30 * (65536 + TAG)]), io.BytesIO(), max_threads=threads)
     for run in (
         lambda: cb3.encrypt_file(KEY, io.BytesIO(pt), FailingFile(room=1 << 20), max_threads=threads),
@@ -773,8 +773,9 @@ class FailingSource(io.RawIOBase):
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_encrypt_file_workers_keep_the_order_and_report_errors(threads: int) -> None:
-    """encrypt_file on several threads: workers seal batches independently and
-    write them in order; a read error stops it without sealing the stream."""
+    """encrypt_file on several threads: batches split over the pool and
+    written in order by the writing thread; a read error stops it without
+    sealing the stream."""
     pt = os.urandom((2 << 20) + 77)
     expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX, chunk_size=1024)
     sink, seen = JitterySink(), []
@@ -786,22 +787,29 @@ def test_encrypt_file_workers_keep_the_order_and_report_errors(threads: int) -> 
     with pytest.raises(OSError) as info:
         cb3.chunked._encrypt_file(KEY, FailingSource(pt, 1 << 20), out, max_threads=threads, nonce_prefix=PREFIX)
     assert info.value.errno == errno.EIO
-    with pytest.raises(cb3.StreamTruncatedError):  # what was written is not a complete stream
+    with pytest.raises(cb3.ChunkedTruncatedError):  # what was written is not a complete stream
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
 
 
-def test_chunked_names_and_their_stream_aliases():
-    """The format's word is "chunked"; the Stream* names of earlier versions
-    are the same objects, exported from cb3, cb3.chunked and cb3.errors."""
-    from cb3 import errors
+def test_chunked_names_are_exported_and_the_header_owns_the_constants():
+    """The format's word is "chunked": its exceptions are exported from cb3,
+    cb3.chunked and cb3.errors, its constants are the Rust core's (cb3.h),
+    and cb3.Stream is the counter-nonce AEAD, not a name of this format."""
+    from cb3 import _cb3, errors
 
-    pairs = [("ChunkedError", "StreamError"), ("ChunkedTruncatedError", "StreamTruncatedError"),
-             ("ChunkedHeaderError", "StreamHeaderError")]
-    for new, old in pairs:
-        assert getattr(cb3, new) is getattr(cb3, old) is getattr(errors, new) is getattr(errors, old)
-        assert {new, old} <= set(cb3.__all__) and {new, old} <= set(errors.__all__)
-    for size in ("HEADER_SIZE", "CHUNK_SIZE", "MIN_CHUNK_SIZE", "MAX_CHUNK_SIZE"):
-        new, old = f"CHUNKED_{size}", f"STREAM_{size}"
-        assert getattr(cb3, new) == getattr(cb3, old) == getattr(cb3.chunked, new) == getattr(cb3.chunked, old)
-        assert {new, old} <= set(cb3.__all__) and {new, old} <= set(cb3.chunked.__all__)
+    for name in ("ChunkedError", "ChunkedTruncatedError", "ChunkedHeaderError"):
+        assert getattr(cb3, name) is getattr(cb3.chunked, name) is getattr(errors, name)
+        assert name in cb3.__all__ and name in errors.__all__ and name in cb3.chunked.__all__
+    header = {"HEADER_SIZE": "HEADER_SIZE", "CHUNK_SIZE": "DEFAULT_CHUNK_SIZE",
+              "MIN_CHUNK_SIZE": "MIN_CHUNK_SIZE", "MAX_CHUNK_SIZE": "MAX_CHUNK_SIZE"}
+    for size, in_header in header.items():
+        name = f"CHUNKED_{size}"
+        assert getattr(cb3, name) == getattr(cb3.chunked, name) == getattr(_cb3, f"CHUNKED_{in_header}")
+        assert name in cb3.__all__ and name in cb3.chunked.__all__
+    assert (cb3.CHUNKED_HEADER_SIZE, cb3.CHUNKED_CHUNK_SIZE) == (27, 64 * 1024)
+    assert (cb3.CHUNKED_MIN_CHUNK_SIZE, cb3.CHUNKED_MAX_CHUNK_SIZE) == (64, 1 << 24)
+    for gone in ("StreamError", "StreamTruncatedError", "StreamHeaderError", "STREAM_HEADER_SIZE",
+                 "STREAM_CHUNK_SIZE", "STREAM_MIN_CHUNK_SIZE", "STREAM_MAX_CHUNK_SIZE"):
+        assert not hasattr(cb3, gone) and not hasattr(cb3.chunked, gone) and not hasattr(errors, gone)
+    assert not issubclass(cb3.Stream, BaseException)
     assert cb3.ChunkedError.__name__ == "ChunkedError" and issubclass(cb3.ChunkedError, cb3.DecryptionError)

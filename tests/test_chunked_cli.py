@@ -130,6 +130,23 @@ def test_usage_errors(tmp_path: Path, key_file: str) -> None:
     assert r.returncode == 3 and b"No such file" in r.stderr
 
 
+def test_threads_default_to_every_usable_core_and_the_core_owns_the_rules() -> None:
+    """--threads defaults to auto for encrypt and decrypt (as b3sum's
+    --num-threads does); a count the Rust core refuses, or a chunk size
+    its header codec refuses, is a usage error quoting the rule."""
+    from cb3.cli import build_parser
+
+    parser = build_parser()
+    for command in ("encrypt", "decrypt"):
+        args = parser.parse_args([command, "--key-env", "K"])
+        assert args.threads == cb3.AUTO
+        assert parser.parse_args([command, "--key-env", "K", "--threads", "3"]).threads == 3
+    assert parser.parse_args(["encrypt", "--key-env", "K", "--chunk-size", "0x1000"]).chunk_size == 4096
+    (subparsers,) = [a for a in parser._actions if a.dest == "command"]
+    for command in ("encrypt", "decrypt"):
+        assert "(default: auto, every usable core)" in " ".join(subparsers.choices[command].format_help().split())
+
+
 def test_progress_bar(tmp_path: Path, key_file: str) -> None:
     src = tmp_path / "in"
     src.write_bytes(bytes(3 << 20))

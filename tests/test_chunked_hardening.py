@@ -65,12 +65,12 @@ def test_writer_refuses_to_seal_in_a_forked_child() -> None:
         with pytest.raises(RuntimeError, match="created in another process.*fork"):
             writer.write(bytes(200))
         with pytest.raises(RuntimeError, match="cannot be used after fork"):
-            writer._chunked.seal_into(5, False, bytes(64), bytearray(96))
+            writer._sealer.chunked.seal_into(5, False, bytes(64), bytearray(96))
         with pytest.raises(RuntimeError, match="fork"):
             writer.close()
         opened = bytearray(64)  # opening needs no process: the reader's side works anywhere
-        chunk = out.getvalue()[chunked.STREAM_HEADER_SIZE : chunked.STREAM_HEADER_SIZE + 96]
-        assert writer._chunked.open_into(0, False, chunk, opened) == 64
+        chunk = out.getvalue()[chunked.CHUNKED_HEADER_SIZE : chunked.CHUNKED_HEADER_SIZE + 96]
+        assert writer._sealer.chunked.open_into(0, False, chunk, opened) == 64
 
     assert _in_child(child) == 0
     writer.write(bytes(50))
@@ -218,7 +218,7 @@ def test_an_exception_in_the_producer_never_seals_the_stream(producer: str, oute
         else:
             PRODUCERS[producer](cb3.EncryptingWriter(out, KEY, chunk_size=64))
     gc.collect()
-    with pytest.raises(cb3.StreamTruncatedError):
+    with pytest.raises(cb3.ChunkedTruncatedError):
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
 
 
@@ -242,7 +242,7 @@ def test_a_wrapper_dropped_unclosed_never_seals(wrap: str) -> None:
     f.write("x" * 3000 if "Text" in wrap else bytes(3000))
     del f
     gc.collect()
-    with pytest.raises(cb3.StreamTruncatedError):
+    with pytest.raises(cb3.ChunkedTruncatedError):
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
 
 
@@ -266,7 +266,7 @@ def test_a_wrapper_collected_after_a_crash_never_seals(wrap: str) -> None:
     with pytest.raises(ProducerCrashed):
         produce()
     gc.collect()
-    with pytest.raises(cb3.StreamTruncatedError):
+    with pytest.raises(cb3.ChunkedTruncatedError):
         cb3.DecryptingReader(io.BytesIO(out.getvalue()), KEY).read()
 
 
@@ -332,8 +332,8 @@ def test_same_file_is_refused(tmp_path: Path, helper: str, threads: int) -> None
 
 
 class CountingPipe(io.RawIOBase):
-    """4 MiB of zeros that is not a regular file (encrypt_file's sealing
-    pipeline), noting in `seen` how many sealing threads run at each read."""
+    """4 MiB of zeros that is not a regular file, noting in `seen` how many
+    threads of cb3's Python side run at each read."""
 
     def __init__(self, seen: list[int]) -> None:
         self.left, self.seen = 4 << 20, seen
@@ -344,31 +344,43 @@ class CountingPipe(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         n = min(len(buffer), self.left, 65536)
         self.left -= n
-        self.seen.append(sum(t.name == "cb3-seal" for t in threading.enumerate()))
+        self.seen.append(sum(t.name.startswith("cb3-") for t in threading.enumerate()))
         return n
 
 
 def test_thread_counts_are_capped_at_the_usable_cores() -> None:
-    cores = fileio.usable_cores()
+    """The Rust core owns the budget (cb3_threads_count: affinity and cgroup
+    quota): buffers scale with its answer, never with the number asked for,
+    and the file helpers add one writing thread, not one per core."""
+    cores = cb3._cb3.thread_count(cb3.AUTO)
+    assert 1 <= cores <= (os.cpu_count() or 1)
+    assert cb3._cb3.thread_count(64) == cores and cb3._cb3.thread_count(1) == 1
+    for bad, kind in ((0, ValueError), (-2, ValueError), (2**70, ValueError), (True, TypeError), (1.0, TypeError)):
+        with pytest.raises(kind, match="^max_threads must be"):
+            cb3._cb3.thread_count(bad)
+        with pytest.raises(kind, match="^max_threads must be"):
+            cb3.EncryptingWriter(io.BytesIO(), KEY, max_threads=bad)
+    maker, model = cb3._cb3.cpu_maker(), cb3._cb3.cpu_model()
+    assert maker in ("Intel", "AMD", "other") and isinstance(model, str) and model
     writer = cb3.EncryptingWriter(io.BytesIO(), KEY, max_threads=64)
     assert len(writer._pending) <= fileio.BATCH_BYTES_PER_THREAD * cores
     writer.abort()
     seen: list[int] = []
     cb3.encrypt_file(KEY, CountingPipe(seen), io.BytesIO(), max_threads=64)
-    assert 1 <= max(seen) <= cores
+    assert max(seen) == (1 if cores > 1 else 0)
 
 
 # ---- 8. a hostile header decides no allocation --------------------------------------
 
 
 def peak_allocation(work: Callable[[], object]) -> int:
-    """The peak of Python's traced allocations while `work` runs (a StreamError it raises is expected)."""
+    """The peak of Python's traced allocations while `work` runs (a ChunkedError it raises is expected)."""
     import tracemalloc  # CPython's (PyPy has none)
 
     tracemalloc.start()
     try:
         work()
-    except cb3.StreamError:
+    except cb3.ChunkedError:
         pass
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -379,7 +391,7 @@ def peak_allocation(work: Callable[[], object]) -> int:
 @pytest.mark.parametrize("how", ["reader", "decrypt_file-streams", "decrypt_file-files"])
 def test_a_short_input_claiming_16_mib_chunks_allocates_little(tmp_path: Path, threads: int, how: str) -> None:
     """59 bytes: a header saying 16 MiB chunks and one 32-byte "chunk"."""
-    hostile = chunked.encode_header(chunked.STREAM_MAX_CHUNK_SIZE, bytes(15)) + bytes(32)
+    hostile = chunked.encode_header(chunked.CHUNKED_MAX_CHUNK_SIZE, bytes(15)) + bytes(32)
     assert len(hostile) == 59
     src, dst = tmp_path / "in", tmp_path / "out"
     src.write_bytes(hostile)
@@ -388,12 +400,12 @@ def test_a_short_input_claiming_16_mib_chunks_allocates_little(tmp_path: Path, t
         "decrypt_file-streams": lambda: cb3.decrypt_file(KEY, io.BytesIO(hostile), io.BytesIO(), max_threads=threads),
         "decrypt_file-files": lambda: cb3.decrypt_file(KEY, src, dst, max_threads=threads),
     }[how]
-    with pytest.raises(cb3.StreamError):
+    with pytest.raises(cb3.ChunkedError):
         work()
     if platform.python_implementation() == "CPython":  # tracemalloc traces CPython's allocator
         assert peak_allocation(work) < 1 << 20
     reader = cb3.DecryptingReader(io.BytesIO(hostile), KEY, max_threads=threads)
-    with pytest.raises(cb3.StreamError):
+    with pytest.raises(cb3.ChunkedError):
         reader.read()
     assert len(reader._raw) <= fileio.FIRST_READ and len(reader._plain) <= len(hostile)  # not what it claims
 

@@ -1,9 +1,11 @@
-"""encrypt_file / decrypt_file on several threads between regular files
-(cb3/chunked/pipelines.py, _OffsetPipeline): every batch read with os.preadv and
-written with os.pwrite at its own offset. Output byte-identical to one thread
-and to the independent reference (tests/reference.py); errors identical to
-one thread; a source that changes size fails cleanly; pipes, in-memory files
-and O_APPEND outputs take the streaming paths."""
+"""encrypt_file / decrypt_file on several threads between files at any
+offset: each batch split over the Rust core's threads, and written on one
+background thread (cb3/chunked/fileio.py, BatchOutput) while the next is read
+and sealed or opened. Output byte-identical to one thread and to the
+independent reference (tests/reference.py); errors identical to one thread;
+a source that changes size gives a complete stream of what was read, or an
+error and no output; pipes, in-memory files and O_APPEND outputs run the
+same way."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import reference
 
 import cb3
 from cb3 import chunked
-from cb3.chunked import fileio, pipelines
+from cb3.chunked import fileio
 
 KEY = bytes(range(1, 33))
 PREFIX = bytes(range(0xA0, 0xAF))
@@ -30,7 +32,6 @@ HEADER = 27
 BATCH = fileio.BATCH_BYTES_PER_THREAD  # plaintext bytes per batch and thread
 
 pytestmark = [
-    pytest.mark.skipif(not hasattr(os, "preadv"), reason="no os.preadv: the streaming paths only"),
     # Every test here has several threads in cb3 at once: deselected under HPy
     # debug mode only (see the marker in pyproject.toml).
     pytest.mark.threads,
@@ -38,16 +39,17 @@ pytestmark = [
 
 
 @pytest.fixture
-def used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Records the batch count of every _OffsetPipeline that runs."""
-    runs: list[int] = []
-    real = pipelines._OffsetPipeline.__init__
+def used(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records, for every file helper's output made, whether it writes on a
+    background thread (several threads) or on the calling one."""
+    runs: list[bool] = []
+    real = fileio.BatchOutput.__init__
 
-    def spy(self: Any, workers: int, count: int, *args: Any) -> None:
-        runs.append(count)
-        real(self, workers, count, *args)
+    def spy(self: Any, sink: Any, background: bool, *args: Any) -> None:
+        runs.append(background)
+        real(self, sink, background, *args)
 
-    monkeypatch.setattr(pipelines._OffsetPipeline, "__init__", spy)
+    monkeypatch.setattr(fileio.BatchOutput, "__init__", spy)
     return runs
 
 
@@ -64,7 +66,7 @@ SIZES = [0, 1, 1023, BATCH, 3 * BATCH, 3 * BATCH + 1, 5 * 1024 * 100, 4 * BATCH 
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("threads", [2, 3, cb3.AUTO])
-def test_output_is_the_reference_and_the_one_thread_output(tmp_path: Path, used: list[int], size: int,
+def test_output_is_the_reference_and_the_one_thread_output(tmp_path: Path, used: list[bool], size: int,
                                                            threads: int) -> None:
     pt = os.urandom(size)
     src, enc, dec = files(tmp_path, pt)
@@ -77,11 +79,12 @@ def test_output_is_the_reference_and_the_one_thread_output(tmp_path: Path, used:
     assert one.read_bytes() == expected
     assert cb3.decrypt_file(KEY, enc, dec, associated_data=b"ad", max_threads=threads) == size
     assert dec.read_bytes() == pt
-    assert used == [max(1, -(-size // BATCH))] * 2  # both helpers took the offset path
+    # Several threads write on a background thread (both helpers), one thread on the calling one.
+    assert used == [cb3._cb3.thread_count(threads) > 1, False, cb3._cb3.thread_count(threads) > 1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dec", "enc", "one", "plain"]
 
 
-def test_file_objects_at_an_offset_keep_their_positions(tmp_path: Path, used: list[int]) -> None:
+def test_file_objects_at_an_offset_keep_their_positions(tmp_path: Path, used: list[bool]) -> None:
     """Open files are read and written from their current positions, and are
     left where sequential I/O would leave them (buffered data flushed first)."""
     pt = os.urandom(2 * BATCH + 99)
@@ -114,7 +117,7 @@ def decrypt_result(stream: bytes, tmp_path: Path, threads: int) -> tuple[bytes, 
         try:
             cb3.decrypt_file(KEY, src, sink, max_threads=threads)
             kind, message = "", ""
-        except cb3.StreamError as error:
+        except cb3.ChunkedError as error:
             kind, message = type(error).__name__, str(error)
     return out.read_bytes(), kind, message
 
@@ -149,7 +152,7 @@ TAMPERED = {
 
 
 @pytest.mark.parametrize("case", list(TAMPERED))
-def test_errors_and_output_are_those_of_one_thread(tmp_path: Path, used: list[int], case: str) -> None:
+def test_errors_and_output_are_those_of_one_thread(tmp_path: Path, used: list[bool], case: str) -> None:
     """The same exception (naming the same chunk) as on one thread, and an
     open destination file holds exactly the plaintext that verified before it."""
     one = decrypt_result(TAMPERED[case], tmp_path, 1)
@@ -166,78 +169,77 @@ def test_errors_and_output_are_those_of_one_thread(tmp_path: Path, used: list[in
         assert one[1] == "ChunkedTruncatedError"
     if case.startswith("two failing"):
         assert f"chunk {2 * 256 + 200} failed" in one[2]
-    assert used == ([] if case == "empty body" else [used[0]])  # the offset path ran (once)
+    assert used == [False, cb3._cb3.thread_count(2) > 1]  # one thread, then two
 
 
-def test_failure_in_a_later_batch_leaves_no_output(tmp_path: Path, used: list[int]) -> None:
+def test_failure_in_a_later_batch_leaves_no_output(tmp_path: Path, used: list[bool]) -> None:
     src = tmp_path / "s"
     src.write_bytes(flip(STREAM, 4 * 256 + 1))
-    with pytest.raises(cb3.StreamError, match=f"chunk {4 * 256 + 1} failed"):
+    with pytest.raises(cb3.ChunkedError, match=f"chunk {4 * 256 + 1} failed"):
         cb3.decrypt_file(KEY, src, tmp_path / "d", max_threads=2)
     assert [p.name for p in tmp_path.iterdir()] == ["s"]  # no output, no temporary file
     assert used
 
 
 @pytest.mark.parametrize("change", ["grow", "shrink"])
-def test_source_changing_size_fails_cleanly(tmp_path: Path, used: list[int], change: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_source_changing_size_gives_what_was_read_or_fails_cleanly(tmp_path: Path, used: list[bool], change: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source is read to its end as it is then: a plaintext file that
+    changes size during encrypt_file gives a complete stream of exactly the
+    bytes read (the final chunk is placed by the end of the input, never by
+    a size taken at the start); a stream that changes size during
+    decrypt_file fails and leaves no output."""
     pt = os.urandom(8 * BATCH + 5)
     src, enc, _ = files(tmp_path, pt)
-    real, lock, state = fileio.pread_full, threading.Lock(), {"armed": True}
+    real, state = fileio.read_full, {"armed": True}
 
-    def meddling_read(fd: int, view: memoryview, offset: int) -> int:
-        got = real(fd, view, offset)
-        with lock:  # after the first batch read, on whichever thread
-            if state["armed"]:
-                state["armed"] = False
-                with open(src, "r+b") as f:
-                    if change == "grow":
-                        f.seek(0, io.SEEK_END)
-                        f.write(b"more")
-                    else:
-                        f.truncate(os.path.getsize(src) // 2)
+    def meddling_read(source: Any, view: memoryview) -> int:
+        got = real(source, view)
+        if state["armed"]:  # after the first batch read
+            state["armed"] = False
+            with open(src, "r+b") as f:
+                if change == "grow":
+                    f.seek(0, io.SEEK_END)
+                    f.write(b"more")
+                else:
+                    f.truncate(os.path.getsize(src) // 2)
         return got
 
-    monkeypatch.setattr(fileio, "pread_full", meddling_read)
-    with pytest.raises(chunked.SourceChangedError, match="changed size"):
-        cb3.encrypt_file(KEY, src, enc, max_threads=2)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]  # no output, no temporary file
-    assert isinstance(chunked.SourceChangedError("x"), OSError)  # the CLI reports it as an I/O error
-    # Into an open file: what is left is a stream without its final chunk.
-    src.write_bytes(pt)
-    state["armed"] = True
-    with open(enc, "wb") as sink, pytest.raises(chunked.SourceChangedError):
-        cb3.encrypt_file(KEY, src, sink, max_threads=2)
-    with pytest.raises(cb3.StreamTruncatedError):
-        cb3.decrypt_file(KEY, enc, io.BytesIO())
-    # Decrypting a stream that changes size: the same rule, and no output.
+    monkeypatch.setattr(fileio, "read_full", meddling_read)
+    read = pt + b"more" if change == "grow" else pt[: len(pt) // 2]
+    assert cb3.encrypt_file(KEY, src, enc, max_threads=2) == len(read)
+    assert cb3.decrypt_file(KEY, enc, tmp_path / "d") == len(read)
+    assert (tmp_path / "d").read_bytes() == read
+    # Decrypting a stream that changes size: an error, and no output.
+    (tmp_path / "d").unlink()
     src.write_bytes(reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX))
     state["armed"] = True
-    with pytest.raises(chunked.SourceChangedError):
+    with pytest.raises(cb3.ChunkedError):
         cb3.decrypt_file(KEY, src, tmp_path / "d", max_threads=2)
     assert not (tmp_path / "d").exists()
-    assert len(used) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["enc", "plain"]  # no temporary file
+    assert used[0] == used[2] == (cb3._cb3.thread_count(2) > 1)
 
 
-def test_write_error_in_a_later_batch_leaves_no_output(tmp_path: Path, used: list[int],
+def test_write_error_in_a_later_batch_leaves_no_output(tmp_path: Path, used: list[bool],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    real, calls = fileio.pwrite_all, []
+    real, calls = fileio.write_all, []
     lock = threading.Lock()
 
-    def full_disk(fd: int, view: memoryview, offset: int) -> None:
+    def full_disk(sink: Any, view: memoryview) -> None:
         with lock:
-            calls.append(offset)
+            calls.append(len(view))
             if len(calls) == 4:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real(fd, view, offset)
+        real(sink, view)
 
-    monkeypatch.setattr(fileio, "pwrite_all", full_disk)
+    monkeypatch.setattr(fileio, "write_all", full_disk)
     src, enc, _ = files(tmp_path, os.urandom(10 * BATCH))
     with pytest.raises(OSError) as info:
         cb3.encrypt_file(KEY, src, enc, max_threads=2)
     assert info.value.errno == errno.ENOSPC
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
-    assert used and len(calls) < 10  # the workers stopped
+    assert used and len(calls) < 10  # the writes stopped
 
 
 def feed_pipe(data: bytes) -> Any:
@@ -260,7 +262,7 @@ def feed_pipe(data: bytes) -> Any:
         "O_APPEND destination",
     ],
 )
-def test_streaming_paths_remain_for_everything_else(tmp_path: Path, used: list[int], endpoints: str) -> None:
+def test_pipes_memory_and_append_run_the_same_way(tmp_path: Path, used: list[bool], endpoints: str) -> None:
     pt = os.urandom(3 * BATCH + 11)
     expected = reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX)
     src, enc, _ = files(tmp_path, pt)
@@ -291,44 +293,49 @@ def test_streaming_paths_remain_for_everything_else(tmp_path: Path, used: list[i
             cb3.chunked._encrypt_file(KEY, src, sink, max_threads=2, nonce_prefix=PREFIX)
         result = lambda: enc.read_bytes()[3:]  # noqa: E731
     assert result() == expected
-    assert used == []
+    assert set(used) == {cb3._cb3.thread_count(2) > 1}
 
 
 def test_extension_refuses_a_bad_header_with_the_same_value_error() -> None:
     """cb3_chunked_new's CB3_RESULT_INVALID_HEADER (cext/errors.c) is the
-    ValueError it always was; the Python API raises StreamHeaderError first."""
+    ValueError it always was; the Python API raises ChunkedHeaderError first."""
     good = chunked.encode_header(1024, PREFIX)
     cb3._cb3.Chunked(KEY, good, None, 1)
     for bad in (b"X" + good[1:], good[:7] + b"\x02" + good[8:], good[:8] + b"\x00\x00\x00\x3f" + good[12:], good[:26]):
         with pytest.raises(ValueError, match=r"^not a cb3 stream header \(magic, version or chunk size\)$") as info:
             cb3._cb3.Chunked(KEY, bad, None, 1)
         assert type(info.value) is ValueError
-        with pytest.raises(cb3.StreamHeaderError):
+        with pytest.raises(cb3.ChunkedHeaderError):
             cb3.DecryptingReader(io.BytesIO(bad), KEY)
 
 
 @pytest.mark.parametrize("helper", ["encrypt", "decrypt"])
-def test_interrupt_on_the_calling_thread_stops_every_worker(tmp_path: Path, used: list[int], helper: str,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C on the calling thread (here raised in its first write; the
-    other workers write slowly, so it surely gets a batch) ends the call
-    only after every worker stopped, and leaves no output."""
+def test_interrupt_on_the_calling_thread_stops_the_writing_thread(tmp_path: Path, used: list[bool], helper: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C on the calling thread (here raised in its third read; the
+    writing thread writes slowly, so it has batches queued) ends the call
+    only after the writing thread stopped, and leaves no output."""
     pt = os.urandom(12 * BATCH)
     src, enc, dec = files(tmp_path, pt)
     if helper == "decrypt":
         src.write_bytes(reference.stream_encrypt(KEY, pt, nonce_prefix=PREFIX))
-    real = fileio.pwrite_all
+    real_read, real_write, reads = fileio.read_full, fileio.write_all, []
 
-    def write(fd: int, view: memoryview, offset: int) -> None:
-        if threading.current_thread() is threading.main_thread():
+    def read(source: Any, view: memoryview) -> int:
+        reads.append(len(view))
+        if len(reads) == 3:
             raise KeyboardInterrupt
-        time.sleep(0.01)
-        real(fd, view, offset)
+        return real_read(source, view)
 
-    monkeypatch.setattr(fileio, "pwrite_all", write)
+    def write(sink: Any, view: memoryview) -> None:
+        time.sleep(0.01)
+        real_write(sink, view)
+
+    monkeypatch.setattr(fileio, "read_full", read)
+    monkeypatch.setattr(fileio, "write_all", write)
     run = cb3.encrypt_file if helper == "encrypt" else cb3.decrypt_file
     with pytest.raises(KeyboardInterrupt):
         run(KEY, src, dec, max_threads=3)
-    assert not [t for t in threading.enumerate() if t.name == "cb3-file"]
+    assert not [t for t in threading.enumerate() if t.name == "cb3-writer"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
     assert used

@@ -76,8 +76,8 @@ def test_shared_writer_never_seals_an_index_twice(threads: int, max_threads: int
     sealed once and the stream is the written blocks, whole, in some order."""
     out = io.BytesIO()
     writer = cb3.EncryptingWriter(out, KEY, chunk_size=CHUNK, max_threads=max_threads)
-    recorder = _RecordingSealer(writer._chunked, CHUNK)
-    writer._chunked = recorder  # type: ignore[assignment]
+    recorder = _RecordingSealer(writer._sealer.chunked, CHUNK)
+    writer._sealer.chunked = recorder  # type: ignore[assignment]
     barrier = threading.Barrier(threads)
     errors: list[BaseException] = []
 
@@ -251,7 +251,7 @@ def test_readline_matches_bytesio() -> None:
     assert reader.tell() == 0
     # A stream cut after chunk 9 (not the final one): the nine chunks before
     # it verify and come first, ending inside a line; then the error.
-    cut = sealed.getvalue()[: chunked.STREAM_HEADER_SIZE + 10 * (64 + 32)]
+    cut = sealed.getvalue()[: chunked.CHUNKED_HEADER_SIZE + 10 * (64 + 32)]
     reader = cb3.DecryptingReader(io.BytesIO(cut), KEY)
     lines: list[bytes] = []
     with pytest.raises(cb3.ChunkedTruncatedError):

@@ -65,6 +65,23 @@ def test_every_command_is_registered_by_its_module():
         assert callable(sub.get_default("func")), name
 
 
+def test_commands_share_common_not_each_other():
+    """b3sum and encrypt/decrypt take the exit statuses, the progress bar and
+    the broken-pipe handling from cb3/cli/common.py; neither imports the other."""
+    import ast
+
+    from cb3.cli import b3sum, common, files
+
+    for module, other in ((b3sum, "files"), (files, "b3sum")):
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert other not in imported and f"cb3.cli.{other}" not in imported, module.__name__
+        assert "common" in imported, module.__name__
+    assert files.Progress is b3sum.Progress is common.Progress
+    assert common.EXIT_FAILURE == 1 and common.EXIT_USAGE == 2 and common.EXIT_INTERRUPTED == 130
+
+
 def test_usage_errors_exit_2(capsys):
     assert main(["no-such-command"]) == 2
     assert "invalid choice: 'no-such-command'" in capsys.readouterr().err

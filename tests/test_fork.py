@@ -1,9 +1,9 @@
 """fork() after use: a child process keeps working with ciphers and hashers
 made in the parent, including a multi-threaded cipher whose thread pool (in
-the parent) has no threads in the child (rustlib/src/parallel.rs rebuilds
+the parent) has no threads in the child (rustlib/core/src/parallel.rs rebuilds
 pools in a new process). Objects whose state would repeat a nonce in the
 child (Stream, the raw ChaCha20) refuse to work there, and nothing blocks on
-a lock that a parent's thread held at the fork (rustlib/src/ffi/object.rs).
+a lock that a parent's thread held at the fork (rustlib/src/object.rs).
 Every wait has a deadline, so a hang fails the test instead of blocking
 CI."""
 

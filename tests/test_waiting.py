@@ -2,7 +2,7 @@
 
 - A small call on a shared blake3, Stream or ChaCha20 whose lock another
   thread holds waits for it with the GIL released (rustlib's wait hooks,
-  CB3_LOCKING in cext/cb3ext.h), as hashlib does: other threads go on, and
+  CB3_LOCKING in cext/buffers.h), as hashlib does: other threads go on, and
   update_mmap() of a FIFO fed by a Python thread plus digest() on the same
   hasher cannot deadlock.
 - blake3.update_mmap() and b3sum read files that never end (/dev/zero,

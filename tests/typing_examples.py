@@ -143,7 +143,7 @@ def chunked_streams(key: bytes) -> int:
     import tempfile
 
     sink = io.BytesIO()
-    with cb3.EncryptingWriter(sink, key, associated_data=b"v1", chunk_size=cb3.STREAM_MIN_CHUNK_SIZE) as writer:
+    with cb3.EncryptingWriter(sink, key, associated_data=b"v1", chunk_size=cb3.CHUNKED_MIN_CHUNK_SIZE) as writer:
         written: int = writer.write(b"x" * 1000)
         writer.write(bytearray(b"more"))
         assert writer.tell() == 1004 and written == 1000
@@ -167,9 +167,9 @@ def chunked_streams(key: bytes) -> int:
         assert out.getvalue() == b"file data" and done == 9
     try:
         cb3.DecryptingReader(io.BytesIO(sink.getvalue()[:-40]), key, associated_data=b"v1").read()
-    except cb3.StreamError as error:
+    except cb3.ChunkedError as error:
         caught: cb3.DecryptionError = error
-        assert isinstance(caught, cb3.StreamError)
+        assert isinstance(caught, cb3.ChunkedError)
     return end
 
 
@@ -178,14 +178,14 @@ def chunked_names() -> int:
     error: type[cb3.DecryptionError] = cb3.ChunkedError
     truncated: type[cb3.ChunkedError] = cb3.ChunkedTruncatedError
     header: type[cb3.ChunkedError] = cb3.ChunkedHeaderError
-    assert (error, truncated, header) == (cb3.StreamError, cb3.StreamTruncatedError, cb3.StreamHeaderError)
+    assert (error, truncated, header) == (cb3.ChunkedError, cb3.ChunkedTruncatedError, cb3.ChunkedHeaderError)
     sizes: tuple[int, int, int, int] = (
         cb3.CHUNKED_HEADER_SIZE,
         cb3.CHUNKED_CHUNK_SIZE,
         cb3.CHUNKED_MIN_CHUNK_SIZE,
         cb3.CHUNKED_MAX_CHUNK_SIZE,
     )
-    assert sizes == (cb3.STREAM_HEADER_SIZE, cb3.STREAM_CHUNK_SIZE, cb3.STREAM_MIN_CHUNK_SIZE, cb3.STREAM_MAX_CHUNK_SIZE)
+    assert sizes == (cb3.CHUNKED_HEADER_SIZE, cb3.CHUNKED_CHUNK_SIZE, cb3.CHUNKED_MIN_CHUNK_SIZE, cb3.CHUNKED_MAX_CHUNK_SIZE)
     return cb3.CHUNKED_HEADER_SIZE
 
 

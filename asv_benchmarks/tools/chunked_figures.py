@@ -50,7 +50,7 @@ def _tests_helpers():  # type: ignore[no-untyped-def]
 
 def hostile_header_rows(directory: str) -> list[tuple[str, str]]:
     peak_allocation = _tests_helpers().peak_allocation
-    hostile = chunked.encode_header(chunked.STREAM_MAX_CHUNK_SIZE, bytes(15)) + bytes(32)
+    hostile = chunked.encode_header(chunked.CHUNKED_MAX_CHUNK_SIZE, bytes(15)) + bytes(32)
     src, dst = os.path.join(directory, "in"), os.path.join(directory, "out")
     with open(src, "wb") as f:
         f.write(hostile)
@@ -78,7 +78,7 @@ def thread_rows() -> list[tuple[str, str]]:
     cb3.encrypt_file(KEY, CountingPipe(seen), io.BytesIO(), max_threads=64)
     cores = usable_cores()
     return [(f"max_threads=64 on {cores} usable cores: EncryptingWriter buffer", f"{pending / 2**20:.2f} MiB"),
-            ("max_threads=64: encrypt_file's sealing threads at once (from a pipe)", f"{max(seen)}")]
+            ("max_threads=64: encrypt_file's Python threads at once (from a pipe)", f"{max(seen)}")]
 
 
 def scan_rows(directory: str) -> list[tuple[str, str]]:

@@ -128,10 +128,11 @@ def cpu_name() -> str:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its affinity), else all of them."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The cores this process may use, as cb3's engine counts them for
+    every object (CPU affinity and cgroup quota: cb3_threads_count)."""
+    import cb3
+
+    return int(cb3._cb3.thread_count(cb3.AUTO))
 
 
 def load_average() -> str:

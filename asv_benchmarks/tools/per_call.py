@@ -1,5 +1,5 @@
 """`measure.py per-call`: per-call timings of a few cb3 calls, each timed
-alone (docs/design/pypy.md). Runs on CPython and PyPy.
+alone (docs/pypy.md, "Buffer routes"). Runs on CPython and PyPy.
 
     python asv_benchmarks/measure.py per-call [--repeat 7] [--json]
 

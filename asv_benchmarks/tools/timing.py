@@ -71,7 +71,7 @@ def interleaved(timers: dict[Key, Timer], counts: dict[Key, int], rounds: int, w
     random order (seeded: the same orders in every run), so that no case
     always follows the same one: a large case right after the case that
     wrote its output buffer finds that buffer in cache
-    (docs/design/performance.md). With `warm`, an untimed call starts each
+    (docs/performance.md, "How the bench orders cases"). With `warm`, an untimed call starts each
     batch."""
     order = list(timers)
     shuffler = random.Random(0)

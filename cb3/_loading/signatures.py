@@ -23,7 +23,7 @@ On CPython :func:`install` changes nothing.
 
 Where the extension makes large outputs as private bytearrays (its
 ``OUTPUT_BYTEARRAY_MIN`` is not 0: PyPy 8.0, where cpyext copies every bytes
-object a C function returns; cext/cb3ext.h), :func:`install` puts a forwarder
+object a C function returns; cext/call.h), :func:`install` puts a forwarder
 in front of every public function and method, one that also turns those
 bytearrays into bytes (:func:`_as_bytes`): inside the interpreter, a copy
 that costs a fraction of cpyext's. No function of the extension returns a

@@ -15,14 +15,16 @@ its security argument are in docs/stream-format.md:
     with open("out.cb3", "rb") as f, cb3.DecryptingReader(f, key) as r:
         r.seek(10**9); r.read(4096)                  # random access: decrypts one chunk
 
-The chunk work runs in the Rust core (rustlib/src/chunked.rs), in batches of
-consecutive chunks, with the GIL released and, with ``max_threads``, on
-several cores.
+The chunk work runs in the Rust core (rustlib/core/src/chunked.rs), in batches of
+consecutive chunks, with the GIL released and, with ``max_threads``, split
+over the Rust core's threads; that is the one concurrency engine of the
+writer, the reader and the file helpers (which also write on a thread of
+their own meanwhile).
 
 The package, by layer: format.py (constants, header codec, exceptions),
-writer.py (EncryptingWriter), reader.py (DecryptingReader), files.py
-(encrypt_file, decrypt_file), pipelines.py (their thread engines) and
-fileio.py (the I/O they share).
+writer.py (EncryptingWriter, and the sealing side it shares with
+encrypt_file), reader.py (DecryptingReader), files.py (encrypt_file,
+decrypt_file) and fileio.py (the I/O they share).
 """
 
 from .fileio import PathOrReadable, PathOrWritable, ReadableFile, WritableFile
@@ -32,26 +34,18 @@ from .format import (
     CHUNKED_HEADER_SIZE,
     CHUNKED_MAX_CHUNK_SIZE,
     CHUNKED_MIN_CHUNK_SIZE,
-    STREAM_CHUNK_SIZE,
-    STREAM_HEADER_SIZE,
-    STREAM_MAX_CHUNK_SIZE,
-    STREAM_MIN_CHUNK_SIZE,
     ChunkedError,
     ChunkedHeaderError,
     ChunkedTruncatedError,
-    StreamError,
-    StreamHeaderError,
-    StreamTruncatedError,
     decode_header,
     encode_header,
 )
-from .pipelines import SourceChangedError
 from .reader import DecryptingReader
 from .writer import EncryptingWriter
 
 # The public classes are cb3.chunked's, as before the package was split: in
 # their reprs and in the API docs' cross-references (annotations).
-for _public in (EncryptingWriter, DecryptingReader, ReadableFile, WritableFile, SourceChangedError):
+for _public in (EncryptingWriter, DecryptingReader, ReadableFile, WritableFile):
     _public.__module__ = __name__
 del _public
 
@@ -71,12 +65,4 @@ __all__ = [
     "ChunkedError",
     "ChunkedTruncatedError",
     "ChunkedHeaderError",
-    # The names of earlier versions (the same objects).
-    "STREAM_HEADER_SIZE",
-    "STREAM_CHUNK_SIZE",
-    "STREAM_MIN_CHUNK_SIZE",
-    "STREAM_MAX_CHUNK_SIZE",
-    "StreamError",
-    "StreamTruncatedError",
-    "StreamHeaderError",
 ]

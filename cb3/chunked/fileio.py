@@ -1,6 +1,6 @@
-"""What the writer, the reader, the pipelines and the file helpers share:
-the file protocols, the thread count, full reads and writes (streamed and
-positional), the plaintext file base class and its call lock.
+"""What the writer, the reader and the file helpers share: the file
+protocols, the batch size, full reads and writes, the helpers' output, the
+plaintext file base class and its call lock.
 
 The other modules of the package use these through the module
 (``fileio.write_all(...)``, ``fileio.BATCH_BYTES_PER_THREAD``), not by
@@ -13,13 +13,11 @@ from __future__ import annotations
 import gc
 import io
 import os
-import stat
+import queue
 import sys
 import threading
 import weakref
 from typing import Any, Callable, Protocol, Self, Union
-
-from .. import _cb3
 
 #: Plaintext bytes per batch and thread: a batch of input and output stays in
 #: L2 while it is sealed, and the I/O calls stay few.
@@ -49,37 +47,10 @@ PathOrWritable = Union[str, "os.PathLike[str]", WritableFile]
 Source = Any  # inside: the file objects are used duck-typed, as io does
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity), which also caps
-    rustlib's pools: more threads than this only cost memory."""
-    if hasattr(os, "sched_getaffinity"):
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except OSError:
-            pass
-    return os.cpu_count() or 1
-
-
-def thread_count(max_threads: int) -> int:
-    """max_threads as Python spells it (n >= 1 or cb3.AUTO) -> rustlib's (0 =
-    every core), capped at the usable cores as rustlib caps its pools: the
-    helpers size their buffers and start their threads by this number."""
-    if not isinstance(max_threads, int) or isinstance(max_threads, bool):
-        raise TypeError("max_threads must be an int")
-    if max_threads == _cb3.AUTO:
-        return 0
-    if max_threads < 1:
-        raise ValueError("max_threads must be a positive int or cb3.AUTO (-1)")
-    return min(max_threads, usable_cores())
-
-
-def workers(threads: int) -> int:
-    """The threads that work on batches: thread_count's result, 0 being every usable core."""
-    return threads or usable_cores()
-
-
 def batch_chunks(threads: int, chunk_size: int) -> int:
-    return max(1, BATCH_BYTES_PER_THREAD * workers(threads) // chunk_size)
+    """The chunks of one batch for a handle working on `threads` threads
+    (``_cb3.thread_count``'s answer): each thread gets its share of a batch."""
+    return max(1, BATCH_BYTES_PER_THREAD * threads // chunk_size)
 
 
 def read_full(source: Source, view: memoryview) -> int:
@@ -104,9 +75,9 @@ def read_full(source: Source, view: memoryview) -> int:
 
 
 #: PyPy copies every buffer it writes to a file and frees the copies only at
-#: a later major collection: a 256 MiB file then peaked at 900 MiB of RSS
-#: (measured, PyPy 7.3.19). One incremental step of the collector after each
-#: large write keeps the peak at a few batches and was measured faster, too.
+#: a later major collection, so the memory of a large file's run would grow
+#: with the file. One incremental step of the collector after each large
+#: write keeps the peak at a few batches.
 COLLECT_STEP: Callable[[], object] | None = (
     getattr(gc, "collect_step", None) if sys.implementation.name == "pypy" else None
 )
@@ -126,49 +97,100 @@ def write_all(sink: Any, data: memoryview) -> None:
         COLLECT_STEP()
 
 
-# ---- writing ------------------------------------------------------------------
+# ---- the file helpers' output ----------------------------------------------------
 
 
-def regular_fd(file: Source, writing: bool) -> int | None:
-    """The descriptor of `file` if it is a regular, seekable file that
-    positional I/O (os.preadv / os.pwrite) can use at any offset; else None.
-    Not for a descriptor opened with O_APPEND (pwrite would append)."""
-    if not (hasattr(os, "preadv") and hasattr(os, "pwrite")):
-        return None
-    try:
-        if not file.seekable():
-            return None
-        fd: int = file.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        if writing:
-            import fcntl
+class BatchOutput:
+    """Where the file helpers write their batches, in order: on the calling
+    thread, or with `background` on one thread of its own, so that writing a
+    batch overlaps reading and sealing or opening the next (the GIL is
+    released in the write system calls and in the Rust core's batch calls).
 
-            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
-                return None
-    except (AttributeError, OSError, ValueError, ImportError):
-        return None
-    return fd
+    Buffers circulate: buffer() gives a free one, submit() queues it (its
+    bytes start:end) and it comes back free once written. A buffer the
+    caller brings joins the pool. A write error is raised by the next
+    buffer(), submit() or close(); after it nothing more is written."""
 
+    def __init__(self, sink: Source, background: bool, size: int = 0) -> None:
+        self._sink = sink
+        self._buffers = [bytearray(size) for _ in range(3 if background else 1)]
+        self._free: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
+        for buffer in self._buffers:
+            self._free.put(buffer)
+        self._todo: queue.SimpleQueue[tuple[bytearray, int, int] | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="cb3-writer", daemon=True)
+            self._thread.start()
 
-def pread_full(fd: int, view: memoryview, offset: int) -> int:
-    """Reads into `view` from `offset` (the GIL released in the system call);
-    fewer bytes only at end of file."""
-    done = 0
-    while done < len(view):
-        n = os.preadv(fd, [view[done:]], offset + done)
-        if n == 0:
-            break
-        done += n
-    return done
+    def _write(self, buffer: bytearray, start: int, end: int) -> None:
+        if self._error is None:
+            try:
+                write_all(self._sink, memoryview(buffer)[start:end])
+            except BaseException as error:  # handed to the caller's thread
+                self._error = error
+        self._free.put(buffer)
 
+    def _run(self) -> None:
+        while True:
+            item = self._todo.get()
+            if item is None:
+                return
+            self._write(*item)
 
-def pwrite_all(fd: int, view: memoryview, offset: int) -> None:
-    while len(view):
-        n = os.pwrite(fd, view, offset)
-        view, offset = view[n:], offset + n
-    if COLLECT_STEP is not None:
-        COLLECT_STEP()
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def buffer(self) -> bytearray:
+        self._check()
+        buffer = self._free.get()
+        self._check()
+        return buffer
+
+    def submit(self, buffer: bytearray, end: int, start: int = 0) -> None:
+        self._check()
+        if not any(buffer is known for known in self._buffers):
+            self._buffers.append(buffer)  # a caller's buffer joins the pool: wiped with it
+        if self._thread is None:
+            self._write(buffer, start, end)
+            self._check()
+        else:
+            self._todo.put((buffer, start, end))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """close(); when the block raised, its exception propagates, not a
+        write error of a batch queued before it."""
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        """Waits for the queued writes (also when the caller is interrupted:
+        no write may reach the sink after the helper returned), zeroes every
+        buffer that passed through (the file helpers' plaintext) and raises
+        the first write error."""
+        interrupted: BaseException | None = None
+        if self._thread is not None:
+            self._todo.put(None)
+            while self._thread.is_alive():
+                try:
+                    self._thread.join()
+                except BaseException as error:  # KeyboardInterrupt: join again, raise it after
+                    interrupted = interrupted or error
+        for buffer in self._buffers:
+            buffer[:] = bytes(len(buffer))
+        if interrupted is not None:
+            raise interrupted
+        self._check()
 
 
 # ---- one call at a time ----------------------------------------------------------
@@ -183,9 +205,15 @@ class CallLock:
 
     Use ``with lock:``; close() and abort() use ``acquire(closing=True)``,
     which also works on an object another thread was using when the process
-    forked (wiping and closing need no consistent state)."""
+    forked (wiping and closing need no consistent state).
 
-    __slots__ = ("_name", "_lock", "_threads", "_busy_at_fork", "__weakref__")
+    Python's locks do not survive fork(): one held by a parent's thread
+    stays held in the child. So in a child every lock is replaced (see
+    _after_fork_in_child) and says so in ``forked``; whether the object
+    itself may go on there is its handle's rule (a writer's handle refuses
+    to seal, a reader's opens anywhere)."""
+
+    __slots__ = ("_name", "_lock", "_threads", "_busy_at_fork", "forked", "__weakref__")
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -196,6 +224,8 @@ class CallLock:
         # signal handler running between the two on it is refused too.
         self._threads: set[int] = set()
         self._busy_at_fork = False
+        #: True in a fork() child of the process that made the lock.
+        self.forked = False
         _CALL_LOCKS.add(self)
 
     def acquire(self, closing: bool = False) -> None:
@@ -241,6 +271,7 @@ def _after_fork_in_child() -> None:
     forked), keeps its lock and releases it as usual."""
     forker = threading.get_ident()
     for calls in list(_CALL_LOCKS):
+        calls.forked = True
         if forker in calls._threads:
             calls._threads = {forker}
             continue

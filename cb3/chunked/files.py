@@ -1,12 +1,13 @@
 """The one-call helpers ``encrypt_file`` and ``decrypt_file`` and what they
-need: paths opened (the output atomically: ``atomic_output``), the same file
-on both sides refused (``same_file``), and the choice of engine: one thread,
-a pipeline between streams, or every batch at its own offset between two
-regular files (pipelines.py).
+need: paths opened (the output atomically: ``atomic_output``) and the same
+file on both sides refused (``same_file``).
 
-They use the writer and reader through their public methods and the small
-interface each class documents for them (``_seal``, ``_batch_sealer``, ...),
-never through their state.
+Both run one way whatever the thread count: read a batch, seal or open it
+(the Rust core splits the batch over ``max_threads`` threads, the GIL
+released), write it. With more than one thread the writing happens on one
+background thread (fileio.BatchOutput), overlapping the next batch's reading
+and sealing or opening. encrypt_file seals through ``_Sealer`` (writer.py),
+decrypt_file reads through DecryptingReader's batch interface (``_take_batch``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+from .. import _cb3
 from . import fileio
 from .fileio import PathOrReadable, PathOrWritable
-from .format import CHUNKED_CHUNK_SIZE, TAG_SIZE, ChunkedTruncatedError
-from .pipelines import _BackgroundWriter, _BatchFailed, _OffsetPipeline, _SealingPipeline, source_changed
-from .reader import DecryptingReader, _new_reader
-from .writer import EncryptingWriter, _new_writer
+from .format import CHUNKED_CHUNK_SIZE
+from .reader import DecryptingReader
+from .writer import _Sealer
 
 __all__ = ["encrypt_file", "decrypt_file", "atomic_output", "same_file"]
 
@@ -122,11 +123,9 @@ def encrypt_file(
     written to a temporary file in its directory and renamed over it only
     when complete. ``progress(done)`` is called after each batch.
 
-    With ``max_threads`` > 1 between two regular files, each thread reads,
-    seals and writes its own batches at their offsets (docs/stream-format.md);
-    the source must then keep its size during the call, else
-    ``cb3.chunked.SourceChangedError`` (an OSError) and no complete stream.
-    ``src`` and ``dst`` must not be the same file (ValueError)."""
+    ``max_threads`` (a positive int or ``cb3.AUTO``) seals each batch on that
+    many threads, and writes on a thread of its own meanwhile; the bytes are
+    the same. ``src`` and ``dst`` must not be the same file (ValueError)."""
     return _encrypt_file(key, src, dst, associated_data=associated_data, chunk_size=chunk_size,
                          max_threads=max_threads, progress=progress)
 
@@ -143,145 +142,34 @@ def _encrypt_file(key: Buffer, src: PathOrReadable, dst: PathOrWritable, *, nonc
 def _encrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, *, associated_data: Buffer | None = None,
                     chunk_size: int = CHUNKED_CHUNK_SIZE, max_threads: int = 1,
                     progress: Callable[[int], None] | None = None, nonce_prefix: bytes | None = None) -> int:
-    fds = _offset_fds(source, sink, max_threads)
-    writer = _new_writer(
-        sink,
-        key,
-        associated_data=associated_data,
-        chunk_size=chunk_size,
-        max_threads=max_threads,
-        nonce_prefix=nonce_prefix,
-        calling_thread=max_threads != 1,
-    )
-    try:
-        threads = writer._thread_count
-        workers = fileio.workers(threads)
-        if threads == 1:
-            total = _encrypt_batches(writer, source, progress)
-        elif fds is not None:
-            total = _encrypt_at_offsets(writer, source, sink, *fds, workers, progress)
-        else:
-            total = _SealingPipeline(writer, sink, workers).run(source, progress)
-        if progress is not None:
-            progress(total)
-    except BaseException:
-        writer.abort()
-        raise
-    writer.finish()
-    return total
-
-
-def _encrypt_batches(writer: EncryptingWriter, source: fileio.Source, progress: Callable[[int], None] | None) -> int:
-    """encrypt_file on one thread: whole batches straight from a read buffer,
-    one byte of lookahead telling whether more follows (the final chunk is
-    sealed last); returns the plaintext bytes."""
-    capacity = writer._batch_size
+    """Whole batches straight from a read buffer, one byte of lookahead
+    telling whether more follows (the final chunk is sealed last). On
+    failure the sink holds a stream without its final chunk."""
+    sealer = _Sealer(key, associated_data, chunk_size, max_threads, nonce_prefix)
+    capacity = sealer.batch_size
     buf = bytearray(capacity + 1)
     view = memoryview(buf)
+    fileio.write_all(sink, memoryview(sealer.header))
+    total = 0
     try:
-        got = fileio.read_full(source, view)
-        total = 0
-        while got == capacity + 1:
-            writer._seal(view[:capacity], False)
-            total += capacity
-            if progress is not None:
-                progress(total)
-            buf[0] = buf[capacity]
-            got = 1 + fileio.read_full(source, view[1:])
-        writer._seal(view[:got], True)
-        return total + got
+        with fileio.BatchOutput(sink, sealer.threads > 1, sealer.sealed_size(capacity)) as output:
+            got = fileio.read_full(source, view)
+            while True:
+                more = got == capacity + 1
+                length = capacity if more else got
+                out = output.buffer()
+                output.submit(out, sealer.seal(view[:length], not more, out))
+                total += length
+                if not more:
+                    break
+                if progress is not None:
+                    progress(total)
+                buf[0] = buf[capacity]
+                got = 1 + fileio.read_full(source, view[1:])
     finally:
-        view[:] = bytes(len(buf))
-
-
-def _offset_fds(source: fileio.Source, sink: fileio.Source, max_threads: int) -> tuple[int, int] | None:
-    """(source fd, sink fd) when the file helpers run as an _OffsetPipeline:
-    several threads and two regular files; None otherwise (one thread, or a
-    pipe, socket, terminal or in-memory file: the streaming paths)."""
-    if fileio.thread_count(max_threads) == 1:
-        return None
-    src_fd = fileio.regular_fd(source, writing=False)
-    dst_fd = fileio.regular_fd(sink, writing=True) if src_fd is not None else None
-    if src_fd is None or dst_fd is None or os.path.samestat(os.fstat(src_fd), os.fstat(dst_fd)):
-        return None
-    return src_fd, dst_fd
-
-
-def _encrypt_at_offsets(writer: EncryptingWriter, source: fileio.Source, sink: fileio.Source, src_fd: int, dst_fd: int,
-                        workers: int, progress: Callable[[int], None] | None) -> int:
-    """encrypt_file between regular files on several threads (_OffsetPipeline).
-    The final chunk is placed from the source's size at the start; a source
-    that changes size meanwhile fails with SourceChangedError."""
-    chunked, first, size_c = writer._batch_sealer()
-    per_batch = max(1, fileio.BATCH_BYTES_PER_THREAD // size_c)
-    capacity = per_batch * size_c
-    sealed = capacity + per_batch * TAG_SIZE
-    sink.flush()
-    out_start = sink.tell()
-    in_start = source.tell()
-    size = max(0, os.fstat(src_fd).st_size - in_start)
-    count = max(1, -(-size // capacity))
-    final = size - (count - 1) * capacity
-    final_chunks = max(1, -(-final // size_c))  # an empty final batch is still one (empty, final) chunk
-
-    def job(batch: int, plain: memoryview, out: memoryview) -> int:
-        last = batch == count - 1
-        length = final if last else capacity
-        got = fileio.pread_full(src_fd, plain[: length + last], in_start + batch * capacity)
-        if got != length:  # shorter: the file shrank; one byte more: it grew
-            raise source_changed(size, os.fstat(src_fd).st_size - in_start)
-        n = chunked.seal_into(first + batch * per_batch, last, plain[:length], out)
-        fileio.pwrite_all(dst_fd, out[:n], out_start + batch * sealed)
-        return length
-
-    # On failure what precedes the failing batch is a stream without its final chunk.
-    pipeline = _OffsetPipeline(workers, count, capacity + 1, sealed, job)
-    total = pipeline.run_checked(progress, (src_fd, in_start, size), (sink, dst_fd),
-                                 lambda batch, _: out_start + batch * sealed)
-    sink.seek(out_start + (count - 1) * sealed + final + final_chunks * TAG_SIZE)
-    source.seek(in_start + size)
-    writer._sealed_elsewhere((count - 1) * per_batch + final_chunks)
-    return total
-
-
-def _decrypt_at_offsets(reader: DecryptingReader, source: fileio.Source, sink: fileio.Source, src_fd: int, dst_fd: int,
-                        workers: int, progress: Callable[[int], None] | None) -> int:
-    """decrypt_file between regular files on several threads (_OffsetPipeline).
-    The final chunk is expected where the source's size at the start puts it,
-    so truncation is found exactly as on one thread. On failure `sink` holds
-    the plaintext of the chunks that verified before the failing one (the
-    rest is cut off), as on one thread."""
-    chunk_size, piece, in_start = reader._layout()
-    per_batch = max(1, fileio.BATCH_BYTES_PER_THREAD // chunk_size)
-    capacity = per_batch * chunk_size
-    opened_size = per_batch * piece
-    body = os.fstat(src_fd).st_size - in_start
-    if body <= 0:
-        raise ChunkedTruncatedError("truncated stream: no chunk after the header")
-    sink.flush()
-    out_start = sink.tell()
-    count = max(1, -(-body // opened_size))
-    final = body - (count - 1) * opened_size
-
-    def job(batch: int, data: memoryview, plain: memoryview) -> int:
-        last = batch == count - 1
-        length = final if last else opened_size
-        got = fileio.pread_full(src_fd, data[:length], in_start + batch * opened_size)
-        if got != length:
-            raise source_changed(body, os.fstat(src_fd).st_size - in_start)
-        index = batch * per_batch
-        n, error = reader._open_batch(index, last, data[:length], plain)
-        fileio.pwrite_all(dst_fd, plain[:n], out_start + batch * capacity)
-        if error is not None:
-            raise _BatchFailed(n, error)
-        return n
-
-    # Buffers no larger than the input: its header's chunk size is not yet authenticated.
-    pipeline = _OffsetPipeline(workers, count, min(opened_size, body), min(capacity, body), job)
-    total = pipeline.run_checked(progress, (src_fd, in_start, body), (sink, dst_fd),
-                                 lambda batch, done: out_start + batch * capacity + done)
-    sink.seek(out_start + total)
-    source.seek(in_start + body)
+        view[:] = bytes(len(buf))  # plaintext
+    if progress is not None:
+        progress(total)
     return total
 
 
@@ -300,43 +188,23 @@ def decrypt_file(
     fsync) only when the whole stream verified: on any error no output is
     left. A file object ``dst`` receives the plaintext of each chunk once it
     verified, so on error it holds the verified part of the stream.
+    ``max_threads`` (a positive int or ``cb3.AUTO``) opens each batch on
+    that many threads, and writes on a thread of its own meanwhile.
     ``src`` and ``dst`` must not be the same file (ValueError)."""
     with _opened_pair(src, dst) as (source, sink):
         return _decrypt_opened(key, source, sink, associated_data, max_threads, progress)
 
 
-def _decrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, associated_data: Buffer | None, max_threads: int,
-                    progress: Callable[[int], None] | None) -> int:
-    fds = _offset_fds(source, sink, max_threads)
-    reader = _new_reader(source, key, associated_data=associated_data, max_threads=max_threads,
-                         calling_thread=fds is not None)
-    with reader:
+def _decrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, associated_data: Buffer | None,
+                    max_threads: int, progress: Callable[[int], None] | None) -> int:
+    with DecryptingReader(source, key, associated_data=associated_data, max_threads=max_threads) as reader, \
+            fileio.BatchOutput(sink, _cb3.thread_count(max_threads) > 1) as output:
         total = 0
-        if fds is not None:
-            workers = fileio.workers(fileio.thread_count(max_threads))
-            return _decrypt_at_offsets(reader, source, sink, *fds, workers, progress)
-        if fileio.thread_count(max_threads) == 1:
-            while True:
-                part = reader._next_batch()
-                if not part:
-                    break
-                fileio.write_all(sink, part)
-                total += len(part)
-                if progress is not None:
-                    progress(total)
-            return total
-        # Several threads: write each batch on a background thread while
-        # the next one is read and opened.
-        background = _BackgroundWriter(sink, reader._buffer_size)
-        try:
-            while True:
-                buffer, start, end = reader._take_batch(background.buffer())
-                background.submit(buffer, end, start)
-                if end == start:
-                    break
-                total += end - start
-                if progress is not None:
-                    progress(total)
-        finally:
-            background.close(wipe=True)
-        return total
+        while True:
+            buffer, start, end = reader._take_batch(output.buffer())
+            output.submit(buffer, end, start)
+            if end == start:
+                return total
+            total += end - start
+            if progress is not None:
+                progress(total)

@@ -5,8 +5,9 @@ exceptions (docs/stream-format.md has the layout and the security argument).
     chunk i = ChaCha20-BLAKE3(key, nonce_prefix || be64(i) || last, plaintext_i,
                               associated_data = header || caller's associated data)
 
-This module is the format's one place in Python; the chunks themselves are
-sealed and opened by the Rust core (rustlib/src/chunked.rs).
+The constants and the header's rules are the Rust core's (rustlib/include/cb3.h,
+exported by the extension); the chunks themselves are sealed and opened there too
+(rustlib/core/src/chunked.rs).
 """
 
 from __future__ import annotations
@@ -15,32 +16,23 @@ from .. import _cb3
 
 # The format's exceptions, defined with every exception of cb3 in cb3/errors.py.
 from ..errors import ChunkedError as ChunkedError, ChunkedHeaderError as ChunkedHeaderError
-from ..errors import ChunkedTruncatedError as ChunkedTruncatedError, StreamError as StreamError
-from ..errors import StreamHeaderError as StreamHeaderError, StreamTruncatedError as StreamTruncatedError
+from ..errors import ChunkedTruncatedError as ChunkedTruncatedError
 
-MAGIC = b"CB3STRM"
-VERSION = 1
 #: The header's size in bytes: magic, version, chunk size, nonce prefix.
-CHUNKED_HEADER_SIZE = 27
-PREFIX_SIZE = 15
+CHUNKED_HEADER_SIZE: int = _cb3.CHUNKED_HEADER_SIZE
 #: The default plaintext bytes per chunk.
-CHUNKED_CHUNK_SIZE = 64 * 1024
+CHUNKED_CHUNK_SIZE: int = _cb3.CHUNKED_DEFAULT_CHUNK_SIZE
 #: The smallest chunk size a header may give.
-CHUNKED_MIN_CHUNK_SIZE = 64
+CHUNKED_MIN_CHUNK_SIZE: int = _cb3.CHUNKED_MIN_CHUNK_SIZE
 #: The largest chunk size a header may give.
-CHUNKED_MAX_CHUNK_SIZE = 1 << 24
-TAG_SIZE = 32
-
-# The names these had before the format was called chunked (the same values).
-STREAM_HEADER_SIZE = CHUNKED_HEADER_SIZE
-STREAM_CHUNK_SIZE = CHUNKED_CHUNK_SIZE
-STREAM_MIN_CHUNK_SIZE = CHUNKED_MIN_CHUNK_SIZE
-STREAM_MAX_CHUNK_SIZE = CHUNKED_MAX_CHUNK_SIZE
+CHUNKED_MAX_CHUNK_SIZE: int = _cb3.CHUNKED_MAX_CHUNK_SIZE
+PREFIX_SIZE: int = _cb3.CHUNKED_PREFIX_SIZE
+TAG_SIZE: int = _cb3.TAG_SIZE
 
 
 def encode_header(chunk_size: int, nonce_prefix: bytes) -> bytes:
     """The 27-byte header of the chunked format (rustlib's codec,
-    cb3_chunked_header_encode)."""
+    cb3_chunked_header_encode, which refuses a chunk size out of range)."""
     return _cb3.chunked_header_encode(chunk_size, nonce_prefix)
 
 

@@ -1,6 +1,5 @@
 """DecryptingReader: the chunked format in, verified plaintext out (a
-read-only binary file with random access), and ``_new_reader``, the same with
-the internal knob."""
+read-only binary file with random access)."""
 
 from __future__ import annotations
 
@@ -64,14 +63,8 @@ class DecryptingReader(fileio.PlaintextFile):
         associated_data: Buffer | None = None,
         max_threads: int = 1,
     ) -> None:
-        self._start_reading(file, key, associated_data, max_threads, False)
-
-    def _start_reading(
-        self, file: ReadableFile, key: Buffer, associated_data: Buffer | None, max_threads: int, calling_thread: bool
-    ) -> None:
-        """__init__, plus opening on the calling thread only (decrypt_file's workers)."""
         self._file: fileio.Source = cast(Any, file)
-        threads = fileio.thread_count(max_threads)
+        threads = _cb3.thread_count(max_threads)  # each batch is split over them
         try:
             self._seekable = bool(self._file.seekable())
             self._start = self._file.tell() if self._seekable else 0
@@ -80,9 +73,7 @@ class DecryptingReader(fileio.PlaintextFile):
         header = bytearray(CHUNKED_HEADER_SIZE)
         got = fileio.read_full(file, memoryview(header))
         chunk_size, _ = decode_header(bytes(header[:got]))
-        # calling_thread: every open runs on the thread that calls it
-        # (decrypt_file's workers), never on the pool.
-        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, 1 if calling_thread else threads)
+        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, threads)
         self._chunk_size = chunk_size
         self._piece = chunk_size + TAG_SIZE
         self._batch = fileio.batch_chunks(threads, chunk_size)
@@ -235,20 +226,12 @@ class DecryptingReader(fileio.PlaintextFile):
             self._plain = bytearray(size)
             self._plain_view = memoryview(self._plain)
 
-    def _next_batch(self) -> memoryview:
-        """The plaintext of the next batch (empty at the end): for the file
-        helpers, which write it out without another copy."""
-        if not self._ensure():
-            return self._plain_view[:0]
-        view = self._plain_view[self._plain_pos : self._plain_len]
-        self._position += len(view)
-        self._plain_pos = self._plain_len
-        return view
-
     def _take_batch(self, replacement: bytearray) -> tuple[bytearray, int, int]:
-        """Like _next_batch, but hands over the buffer that holds the batch
-        (buffer, start, end) and decrypts the following ones into
-        `replacement` (same size): for a background writer."""
+        """decrypt_file's batch interface: hands over the buffer that holds
+        the next batch's verified plaintext as (buffer, start, end), empty
+        at the end, and decrypts the following batches into `replacement`
+        (grown when it is smaller than a batch). Raises the stream's error
+        once the plaintext before it was taken."""
         if not self._ensure():
             return self._plain, 0, 0
         taken, start, end = self._plain, self._plain_pos, self._plain_len
@@ -450,33 +433,3 @@ class DecryptingReader(fileio.PlaintextFile):
             self._fill()
             self._plain_pos = min(skip, self._plain_len)
         return target
-
-
-    # -- the file helpers' interface (files.py): what decrypt_file needs
-    # besides the public methods (with _open_batch, _next_batch and
-    # _take_batch above, and _new_reader below), so that it never touches
-    # the reader's state itself.
-    def _layout(self) -> tuple[int, int, int]:
-        """(chunk size, ciphertext bytes of a whole chunk, the source offset
-        of chunk 0)."""
-        return self._chunk_size, self._piece, self._start + CHUNKED_HEADER_SIZE
-
-    @property
-    def _buffer_size(self) -> int:
-        """The size of the buffer the next batch is decrypted into."""
-        return len(self._plain)
-
-
-def _new_reader(
-    file: ReadableFile,
-    key: Buffer,
-    *,
-    associated_data: Buffer | None = None,
-    max_threads: int = 1,
-    calling_thread: bool = False,
-) -> DecryptingReader:
-    """A DecryptingReader with the internal knob no public signature has:
-    `calling_thread` opens on the calling thread only (decrypt_file's workers)."""
-    reader = DecryptingReader.__new__(DecryptingReader)
-    reader._start_reading(file, key, associated_data, max_threads, calling_thread)
-    return reader

@@ -1,5 +1,7 @@
 """EncryptingWriter: plaintext in, the chunked format out (a write-only
-binary file), and ``_new_writer``, the same with the internal knobs."""
+binary file); ``_new_writer``, the same with the internal knob; and
+``_Sealer``, the sealing side of a stream that the writer and encrypt_file
+share."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
 from .. import _cb3
 from . import fileio
 from .fileio import WritableFile
-from .format import CHUNKED_CHUNK_SIZE, CHUNKED_MAX_CHUNK_SIZE, CHUNKED_MIN_CHUNK_SIZE, PREFIX_SIZE, TAG_SIZE, encode_header
+from .format import CHUNKED_CHUNK_SIZE, PREFIX_SIZE, TAG_SIZE, encode_header
 
 __all__ = ["EncryptingWriter"]
 
@@ -45,7 +47,8 @@ class EncryptingWriter(fileio.PlaintextFile):
 
     The writer belongs to the process that made it: it cannot be copied or
     pickled, and in a ``fork()`` child it raises RuntimeError (both copies
-    would seal different data under the same nonces).
+    would seal different data under the same nonces; the Rust core's handle
+    refuses to seal there).
 
     One writer may be shared between threads: its calls are serialized (each
     ``write`` lands whole, in the order the calls take the lock), as
@@ -68,7 +71,7 @@ class EncryptingWriter(fileio.PlaintextFile):
         chunk_size: int = CHUNKED_CHUNK_SIZE,
         max_threads: int = 1,
     ) -> None:
-        self._start(file, key, associated_data, chunk_size, max_threads, None, False)
+        self._start(file, key, associated_data, chunk_size, max_threads, None)
 
     def _start(
         self,
@@ -78,98 +81,53 @@ class EncryptingWriter(fileio.PlaintextFile):
         chunk_size: int,
         max_threads: int,
         nonce_prefix: bytes | None,
-        calling_thread: bool,
     ) -> None:
-        """__init__, plus the two internal knobs (_new_writer): a fixed
-        nonce prefix (test vectors only) and sealing on the calling thread."""
+        """__init__, plus the internal knob of _new_writer: a fixed nonce
+        prefix (test vectors only)."""
         self._file: fileio.Source = cast(Any, file)
         self._sealed = True  # until the header is written: nothing to seal on close
-        self._pid = os.getpid()
         # The exception being handled when the writer was made (usually
         # None): closing while it is still being handled is no interruption.
         self._handling_at_start: BaseException | None = sys.exc_info()[1]
         self._finalizing = False
-        if not isinstance(chunk_size, int) or isinstance(chunk_size, bool):
-            raise TypeError("chunk_size must be an int")
-        if not CHUNKED_MIN_CHUNK_SIZE <= chunk_size <= CHUNKED_MAX_CHUNK_SIZE:
-            raise ValueError(f"chunk_size must be in {CHUNKED_MIN_CHUNK_SIZE}..{CHUNKED_MAX_CHUNK_SIZE}")
-        threads = fileio.thread_count(max_threads)
-        prefix = os.urandom(PREFIX_SIZE) if nonce_prefix is None else bytes(nonce_prefix)
-        if len(prefix) != PREFIX_SIZE:
-            raise ValueError(f"nonce prefix must be {PREFIX_SIZE} bytes")
-        header = encode_header(chunk_size, prefix)
-        # calling_thread: every seal runs on the thread that calls it
-        # (encrypt_file's workers), never on the pool.
-        self._chunked = _cb3.Chunked(key, header, associated_data, 1 if calling_thread else threads)
-        self._threads = threads
-        self._chunk_size = chunk_size
-        self._batch = fileio.batch_chunks(threads, chunk_size)
-        capacity = self._batch * chunk_size
+        self._sealer = _Sealer(key, associated_data, chunk_size, max_threads, nonce_prefix)
+        capacity = self._sealer.batch_size
         self._pending = bytearray(capacity)
         self._pending_view = memoryview(self._pending)
         self._fill = 0
-        self._out = bytearray(capacity + self._batch * TAG_SIZE)
+        self._out = bytearray(self._sealer.sealed_size(capacity))
         self._out_view = memoryview(self._out)
-        self._index = 0
         self._position = 0
         self._broken = False
-        fileio.write_all(file, memoryview(header))
+        fileio.write_all(file, memoryview(self._sealer.header))
         self._sealed = False
 
-    def _check_process(self) -> None:
-        if os.getpid() != self._pid:
-            raise RuntimeError(
-                "this cb3.EncryptingWriter was created in another process and cannot be used after fork(): parent "
-                "and child would both seal chunks under the same nonces, and two chunks under one nonce reveal "
-                "each other's plaintext; create a new EncryptingWriter (it picks a fresh nonce prefix) in this process"
-            )
+    def _check_forked(self) -> None:
+        """In a fork() child (the call lock knows) the handle decides: it
+        refuses to seal there, and says so before a write that would only
+        buffer."""
+        if self._calls.forked:
+            self._sealer.check_process()
 
     def _seal(self, data: memoryview, last: bool) -> None:
         """Seals `data` as the next chunks (the final one with `last`) and
         writes them."""
-        self._check_process()
         if self._broken:
             raise OSError("an earlier write to the underlying file failed; this stream cannot be completed")
         try:
-            n = self._chunked.seal_into(self._index, last, data, self._out)
+            n = self._sealer.seal(data, last, self._out)
             fileio.write_all(self._file, self._out_view[:n])
         except BaseException:
             self._broken = True
             raise
-        self._index += max(1, -(-len(data) // self._chunk_size))
         if last:
             self._sealed = True
-
-    # -- the file helpers' interface (files.py, pipelines.py): what
-    # encrypt_file needs besides the public methods, so that it never
-    # touches the writer's state itself.
-    @property
-    def _thread_count(self) -> int:
-        """max_threads as fileio.thread_count gave it (0: every usable core)."""
-        return self._threads
-
-    @property
-    def _batch_size(self) -> int:
-        """The plaintext bytes of one batch, as _seal takes it."""
-        return len(self._pending)
-
-    def _batch_sealer(self) -> tuple[_cb3.Chunked, int, int]:
-        """(the chunk sealer, the next chunk's index, the chunk size), for a
-        pipeline that seals the following chunks on its own threads; it
-        reports them with _sealed_elsewhere."""
-        return self._chunked, self._index, self._chunk_size
-
-    def _sealed_elsewhere(self, chunks: int) -> None:
-        """`chunks` chunks, the final one among them, were sealed and written
-        through _batch_sealer: the stream is complete."""
-        self._index += chunks
-        self._sealed = True
 
     def write(self, data: Buffer) -> int:
         """Encrypts ``data`` (any bytes-like object); returns len(data)."""
         self._check_open()
         # Before the lock: in a fork() child a parent's thread may have held it.
-        self._check_process()
+        self._check_forked()
         with self._calls:
             return self._write(data)
 
@@ -183,7 +141,7 @@ class EncryptingWriter(fileio.PlaintextFile):
         with memoryview(data) as raw, (raw.cast("B") if raw.format not in ("B", "b", "c") or raw.ndim != 1
                                        else raw[:]) as view:
             total = len(view)
-            size, capacity = self._chunk_size, len(self._pending)
+            size, capacity = self._sealer.chunk_size, len(self._pending)
             pos = 0
             if self._fill:
                 take = min(capacity - self._fill, total)
@@ -199,7 +157,7 @@ class EncryptingWriter(fileio.PlaintextFile):
                 # at least one byte back: the final chunk is sealed by close().
                 full = (total - pos - 1) // size
                 while full:
-                    count = min(full, self._batch)
+                    count = min(full, capacity // size)
                     with view[pos : pos + count * size] as part:
                         self._seal(part, False)
                     pos += count * size
@@ -259,7 +217,7 @@ class EncryptingWriter(fileio.PlaintextFile):
         way to complete a stream, e.g. from an ``except`` clause."""
         if self.closed:
             return
-        self._check_process()  # before the lock, as in write()
+        self._check_forked()  # before the lock, as in write()
         with self._calls:
             if self.closed:  # another thread closed it while this one waited
                 return
@@ -326,15 +284,51 @@ def _new_writer(
     chunk_size: int = CHUNKED_CHUNK_SIZE,
     max_threads: int = 1,
     nonce_prefix: bytes | None = None,
-    calling_thread: bool = False,
 ) -> EncryptingWriter:
-    """An EncryptingWriter with the internal knobs no public signature has:
+    """An EncryptingWriter with the internal knob no public signature has:
     `nonce_prefix` fixes the prefix (test vectors only: two streams under one
-    key and prefix share every nonce), `calling_thread` seals on the calling
-    thread only (encrypt_file's workers)."""
+    key and prefix share every nonce)."""
     writer = EncryptingWriter.__new__(EncryptingWriter)
-    writer._start(file, key, associated_data, chunk_size, max_threads, nonce_prefix, calling_thread)
+    writer._start(file, key, associated_data, chunk_size, max_threads, nonce_prefix)
     return writer
 
 
-# ---- reading ------------------------------------------------------------------
+class _Sealer:
+    """The sealing side of one stream, for EncryptingWriter and encrypt_file:
+    its header, the Rust core's handle, the next chunk's index and the batch
+    size. The handle splits each batch over its threads (``max_threads``);
+    it owns the rules of the chunk size, of the thread count and of fork()
+    (a child may not seal)."""
+
+    def __init__(self, key: Buffer, associated_data: Buffer | None, chunk_size: int, max_threads: int,
+                 nonce_prefix: bytes | None = None) -> None:
+        prefix = os.urandom(PREFIX_SIZE) if nonce_prefix is None else bytes(nonce_prefix)
+        #: The stream's header, written before the first batch.
+        self.header = encode_header(chunk_size, prefix)
+        #: The threads each batch is split over (max_threads as the Rust core caps it).
+        self.threads = _cb3.thread_count(max_threads)
+        self.chunked = _cb3.Chunked(key, self.header, associated_data, self.threads)
+        self.chunk_size = chunk_size
+        #: The plaintext bytes of a whole batch.
+        self.batch_size = fileio.batch_chunks(self.threads, chunk_size) * chunk_size
+        self._index = 0  # the next chunk's index
+
+    def sealed_size(self, plaintext: int) -> int:
+        """The bytes a batch of `plaintext` bytes takes sealed (a tag per chunk)."""
+        return plaintext + max(1, -(-plaintext // self.chunk_size)) * TAG_SIZE
+
+    def seal(self, data: memoryview, last: bool, out: bytearray) -> int:
+        """Seals `data` as the next chunks (the final one with `last`; whole
+        chunks otherwise) into `out`; returns the bytes written."""
+        n = self.chunked.seal_into(self._index, last, data, out)
+        self._index += max(1, -(-len(data) // self.chunk_size))
+        return n
+
+    def check_process(self) -> None:
+        """Raises the handle's RuntimeError in a process that may not seal
+        with it (a fork() child), by asking it to seal nothing: the handle
+        checks its process before the batch's shape."""
+        try:
+            self.chunked.seal_into(self._index, False, b"", bytearray(0))
+        except ValueError:  # an empty batch that is not the final one: only its shape is refused
+            pass

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import cb3
 from cb3 import _cb3, capi
 
-from . import files, selftest, speed
+from . import common, files, selftest, speed
 
 EXIT_CODES = """\
 exit status:
@@ -113,4 +113,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return 0 if status is None else status
     except BrokenPipeError:
-        return files.stdout_went_away()
+        return common.stdout_went_away()

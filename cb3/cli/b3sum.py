@@ -34,7 +34,7 @@ from typing import Protocol, cast
 
 from .. import __version__
 from ..hashing import blake3
-from .files import stdout_went_away
+from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, Progress, stdout_went_away
 
 __all__ = ["main", "PROGRESS_MIN_SIZE"]
 
@@ -123,35 +123,10 @@ def _update_from(hasher: blake3, stream: _Readable) -> None:
         hasher.update(view[:n])
 
 
-class _Progress:
-    """A one-line progress bar on stderr, redrawn at most ten times a second."""
-
-    def __init__(self, name: str, total: int) -> None:
-        self.name, self.total, self.start, self.shown = name, total, time.monotonic(), 0.0
-
-    def update(self, done: int, final: bool = False) -> None:
-        now = time.monotonic()
-        if not final and now - self.shown < 0.1:
-            return
-        self.shown = now
-        fraction = done / self.total if self.total else 1.0
-        width = 30
-        filled = int(width * fraction)
-        rate = done / max(now - self.start, 1e-9) / 2**20
-        bar = "#" * filled + "-" * (width - filled)
-        line = f"\r{self.name} [{bar}] {fraction:4.0%} {done / 2**20:,.0f}/{self.total / 2**20:,.0f} MiB {rate:,.0f} MiB/s"
-        sys.stderr.write(line)
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\r\x1b[K")
-        sys.stderr.flush()
-
-
 def _update_mmap_with_progress(hasher: blake3, path: str, size: int) -> None:
     """Memory-maps the file and hashes it in large pieces (each on several
     threads, the GIL released), drawing the progress bar in between."""
-    progress = _Progress(_display(path), size)
+    progress = Progress(_display(path), size)
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         view = memoryview(mapped)
         try:
@@ -369,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = args.file or ["-"]
     if args.raw and len(files) > 1:
         print("Error: Only one filename can be provided when using --raw", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
     max_threads = args.num_threads if args.num_threads else blake3.AUTO
     try:
         if args.keyed:
@@ -380,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             base = blake3(max_threads=max_threads)
     except (Failure, OSError) as e:
         print(f"Error: {_describe(e)}", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
     length = 32 if args.length is None else args.length
     try:
         return _run(base, files, length, args)
@@ -388,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Ctrl-C, also during a read that never ends (/dev/zero, a FIFO):
         # update_mmap() handles signals between chunks. 130 is what a shell
         # reports for a command killed by SIGINT, as upstream b3sum is.
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return stdout_went_away()
 
@@ -403,7 +378,7 @@ def _run(base: blake3, files: list[str], length: int, args: argparse.Namespace) 
                 except (OSError, Failure) as e:
                     sys.stdout.flush()
                     print(f"Error: {_describe(e)}", file=sys.stderr)
-                    return 1
+                    return EXIT_FAILURE
                 continue
             try:
                 hasher = _hash_path(base, path, args)
@@ -432,7 +407,7 @@ def _run(base: blake3, files: list[str], length: int, args: argparse.Namespace) 
             _error(f"WARNING: {failures} computed checksum{s} did NOT match")
     finally:
         sys.stdout.flush()
-    return 1 if failures else 0
+    return EXIT_FAILURE if failures else EXIT_OK
 
 
 if __name__ == "__main__":

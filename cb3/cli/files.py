@@ -48,24 +48,17 @@ from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterator, Sequence
 
 import cb3
-from cb3.chunked import CHUNKED_CHUNK_SIZE, CHUNKED_MAX_CHUNK_SIZE, CHUNKED_MIN_CHUNK_SIZE, same_file
+from cb3 import _cb3
+from cb3.chunked import CHUNKED_CHUNK_SIZE
+from cb3.chunked.files import same_file
+from cb3.chunked.format import encode_header
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_IO, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_IO, EXIT_OK, EXIT_USAGE, Progress
+
+EXIT_INVALID = EXIT_FAILURE  # the input is not a valid stream for this key
 
 #: Inputs at least this large show a progress bar when stderr is a terminal.
 PROGRESS_MIN_SIZE = 64 * 1024 * 1024
-
-
-def stdout_went_away() -> int:
-    """What a command does when its reader goes away (`python -m cb3 | head`):
-    stop quietly, with stdout pointed at /dev/null so that the interpreter's
-    flush at exit does not complain again. Returns the exit status, 1."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no real file descriptor (e.g. captured)
-        pass
-    return 1
 
 
 class UsageError(Exception):
@@ -108,24 +101,25 @@ def _signals_unwind() -> Iterator[None]:
 
 
 def _threads(text: str) -> int:
-    if text == "auto":
-        return cb3.AUTO
+    """--threads: a number or 'auto', as the Rust core's thread budget takes it."""
     try:
-        value = int(text)
+        value = cb3.AUTO if text == "auto" else int(text)
+        _cb3.thread_count(value)  # the rule's owner refuses what it cannot use
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number or 'auto', got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number or 'auto', got {text!r}")
     return value
 
 
 def _chunk_size(text: str) -> int:
+    """--chunk-size: a number the header codec accepts (it owns the range)."""
     try:
         value = int(text, 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not CHUNKED_MIN_CHUNK_SIZE <= value <= CHUNKED_MAX_CHUNK_SIZE:
-        raise argparse.ArgumentTypeError(f"must be in {CHUNKED_MIN_CHUNK_SIZE}..{CHUNKED_MAX_CHUNK_SIZE}")
+    try:
+        encode_header(value, bytes(_cb3.CHUNKED_PREFIX_SIZE))
+    except (ValueError, OverflowError) as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("chunk_size ")) from None
     return value
 
 
@@ -170,7 +164,11 @@ def add_parser(subparsers: Any) -> None:
                 help=f"plaintext bytes per chunk (default {CHUNKED_CHUNK_SIZE})",
             )
         parser.add_argument(
-            "--threads", type=_threads, default=1, metavar="N", help="threads to use: a number or 'auto' (default 1)"
+            "--threads",
+            type=_threads,
+            default=cb3.AUTO,
+            metavar="N",
+            help="threads to seal or open each batch on: a number or 'auto' (default: auto, every usable core)",
         )
         parser.add_argument(
             "--progress",
@@ -280,9 +278,7 @@ def _progress(args: argparse.Namespace, name: str, size: int | None) -> tuple[Ca
         return None, None
     if args.progress == "auto" and (size < PROGRESS_MIN_SIZE or not sys.stderr.isatty()):
         return None, None
-    from .b3sum import _Progress
-
-    bar = _Progress(name, size)
+    bar = Progress(name, size)
     return bar.update, bar
 
 

@@ -124,12 +124,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def command(args: argparse.Namespace) -> int:
     import cb3
     from cb3 import _cb3
-    from .speed import human_size
+
+    from .common import human_size
 
     print(f"cb3 {cb3.__version__} (rustlib {_cb3.version()})")
     print(f"interpreter: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}")
     print(f"HPy ABI: {cb3.HPY_ABI}")
-    print(f"SIMD: {cb3.simd_backend()} ({getattr(_cb3, 'cpu_model', platform.machine)()})")
+    print(f"SIMD: {cb3.simd_backend()} ({_cb3.cpu_model()})")
     print(f"caches: {_cb3.cache_tuning()}")
     # A build whose unwinder cannot reach the panic boundary aborts right here.
     caught = _cb3.panic_boundary_check()

@@ -21,6 +21,8 @@ from typing import Callable
 
 import cb3
 
+from .common import human_size
+
 SIZES = [64, 1 << 10, 64 << 10, 1 << 20]
 
 #: The peers compared with: (import name, what it provides, PyPI distribution).
@@ -33,14 +35,6 @@ PEERS = (
 
 #: A case: given a message, the call to time.
 Make = Callable[[bytes], Callable[[], object]]
-
-
-def human_size(size: int) -> str:
-    """64 B, 1 KiB, 16 MiB: the largest unit that divides `size`."""
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
 
 
 def missing_peers() -> list[tuple[str, str, str]]:

@@ -15,11 +15,11 @@ fuzzer-chosen offset.
 
 The oracle: the reader succeeds if and only if the reference decrypts the
 same bytes, and then returns the reference's plaintext; when it fails it
-raises a cb3.StreamError (StreamHeaderError exactly when the reference
+raises a cb3.ChunkedError (ChunkedHeaderError exactly when the reference
 rejects the header), and everything it returned before that is a prefix of
 the original plaintext: no byte of a forged chunk ever comes out. A seek
 then read returns exactly the original bytes at that offset, or raises
-StreamError.
+ChunkedError.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
             else:
                 while part := reader.read(step):
                     got += part
-    except cb3.StreamError as raised:
+    except cb3.ChunkedError as raised:
         error = raised
     if error is None:
         if expected is None or bytes(got) != expected:
@@ -188,7 +188,7 @@ def target_chunked(fdp: atheris.FuzzedDataProvider) -> None:
         return
     if expected is not None:
         raise AssertionError(f"cb3 rejected a valid stream: {error!r}")
-    if isinstance(error, cb3.StreamHeaderError) != (not header_valid(data)):
+    if isinstance(error, cb3.ChunkedHeaderError) != (not header_valid(data)):
         raise AssertionError(f"header verdict differs from the reference: {error!r}")
     if not plaintext.startswith(bytes(got)):
         raise AssertionError("bytes of a forged chunk were returned")

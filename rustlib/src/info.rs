@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr};
 
 use crate::errors::{cb3_result, ffi_boundary, ffi_boundary_or};
-use cb3_core::info::simd_backend;
+use cb3_core::cpu::simd_backend;
 
 const VERSION: &CStr = {
     match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
@@ -41,7 +41,7 @@ pub extern "C" fn cb3_simd_backend() -> *const c_char {
 /// bytes. Static and NUL-terminated: never NULL; do not free or modify it.
 #[no_mangle]
 pub extern "C" fn cb3_cache_tuning() -> *const c_char {
-    ffi_boundary_or(c"unknown".as_ptr(), || cb3_core::cache::describe().as_ptr())
+    ffi_boundary_or(c"unknown".as_ptr(), || cb3_core::pieces::describe().as_ptr())
 }
 
 /// Who made this CPU, as the engine's tuning sees it: "Intel", "AMD" (from
@@ -50,7 +50,7 @@ pub extern "C" fn cb3_cache_tuning() -> *const c_char {
 /// modify it.
 #[no_mangle]
 pub extern "C" fn cb3_cpu_maker() -> *const c_char {
-    ffi_boundary_or(c"other".as_ptr(), || cb3_core::cache::maker().name().as_ptr())
+    ffi_boundary_or(c"other".as_ptr(), || cb3_core::cpu::maker().name().as_ptr())
 }
 
 /// This CPU's model name: cpuid's brand string on x86-64, "implementer 0xII
@@ -59,7 +59,7 @@ pub extern "C" fn cb3_cpu_maker() -> *const c_char {
 /// and NUL-terminated: never NULL; do not free or modify it.
 #[no_mangle]
 pub extern "C" fn cb3_cpu_model() -> *const c_char {
-    ffi_boundary_or(c"unknown".as_ptr(), || cb3_core::cache::model().as_ptr())
+    ffi_boundary_or(c"unknown".as_ptr(), || cb3_core::cpu::model().as_ptr())
 }
 
 /// The number of threads an object created with this `max_threads` works

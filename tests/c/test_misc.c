@@ -1,4 +1,4 @@
-/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_panic_boundary_check, cb3_bench_reference, cb3_object_size and the header's
+/* cb3_result_message, cb3_version, cb3_simd_backend, cb3_panic_boundary_check, cb3_cpu_maker, cb3_cpu_model, cb3_threads_count, cb3_object_size and the header's
  * constants and version macros. */
 #include <stdint.h>
 
@@ -107,23 +107,19 @@ static void test_constants(void)
     CHECK(sizeof tag == 32);
 }
 
-static void test_bench_reference(void)
+static void test_cpu_and_threads(void)
 {
-    uint64_t elapsed = 12345;
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 0, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
-    /* Not a cb3_bench_mode, or a message too large to allocate: refused, not fatal. */
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL_XOR_COPYING + 1, 64, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, SIZE_MAX, 1, &elapsed), CB3_RESULT_INVALID_ARGUMENT);
-    CHECK(elapsed == 12345);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 3, NULL), CB3_RESULT_NULL_PARAMETER);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT, 64, 3, &elapsed), CB3_RESULT_OK);
-    CHECK(elapsed != 12345);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_ENCRYPT_IN_PLACE, 1000, 2, &elapsed), CB3_RESULT_OK);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_DECRYPT, 0, 2, &elapsed), CB3_RESULT_OK);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL, 70000, 2, &elapsed), CB3_RESULT_OK);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_PARTS, 70000, 2, &elapsed), CB3_RESULT_OK);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL_XOR, 70000, 2, &elapsed), CB3_RESULT_OK);
-    CHECK_RESULT(cb3_bench_reference(CB3_BENCH_MODE_SEAL_XOR_COPYING, 70000, 2, &elapsed), CB3_RESULT_OK);
+    const char *maker = cb3_cpu_maker();
+    CHECK(maker != NULL);
+    CHECK(strcmp(maker, "Intel") == 0 || strcmp(maker, "AMD") == 0 || strcmp(maker, "other") == 0);
+    const char *model = cb3_cpu_model();
+    CHECK(model != NULL && model[0] != '\0');
+    /* 0 is every usable core; any other request is capped at them. */
+    size_t cores = cb3_threads_count(0);
+    CHECK(cores >= 1);
+    CHECK(cb3_threads_count(1) == 1);
+    CHECK(cb3_threads_count(SIZE_MAX) == cores);
+    CHECK(cb3_threads_count(cores + 1) == cores);
 }
 
 static void test_object_size(void)
@@ -141,7 +137,7 @@ static void test_object_size(void)
 
 int main(void)
 {
-    test_bench_reference();
+    test_cpu_and_threads();
     test_object_size();
     test_result_codes();
     test_version();

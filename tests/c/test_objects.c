@@ -1,4 +1,4 @@
-/* What every cb3 object shares (rustlib/src/ffi/object.rs), from C, under
+/* What every cb3 object shares (rustlib/src/object.rs), from C, under
  * AddressSanitizer: calls on a freed object (or on a pointer of another type)
  * return CB3_RESULT_INVALID_ARGUMENT, a double free aborts with a message
  * instead of corrupting the heap (ASan would report a double free: it never

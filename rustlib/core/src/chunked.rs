@@ -23,7 +23,7 @@ use std::sync::Arc;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::aead::{open, seal, Output, TAG_SIZE};
-use crate::xor::Source;
+use crate::chacha20::Source;
 use crate::error::{Error, Result};
 use crate::parallel::{LazyPool, Workers};
 

@@ -9,17 +9,15 @@
 
 pub mod aead;
 pub mod blake3_compressions;
-pub mod cache;
+pub mod buffer;
 pub mod chacha20;
-pub mod chacha20_blocks;
-pub mod chacha20_wide;
 pub mod chunked;
+pub mod cpu;
 mod error;
 pub mod hash;
-pub mod info;
 pub mod parallel;
+pub mod pieces;
 pub mod stream;
 pub mod wipe;
-mod xor;
 
 pub use error::{Error, Result};

@@ -144,10 +144,9 @@ pub fn segment_len(len: usize, threads: usize) -> usize {
 ///
 /// Why the caller works too, rather than handing the whole call to the pool
 /// (`install`) and sleeping: every hand-over wakes a thread, and on a VM a
-/// sleeping thread's virtual CPU may first have to be scheduled by the host.
-/// Measured on a 2-vCPU Intel Xeon (model 167; 2026-12-07): rayon's
-/// `install` + `join` of two 1 ms tasks took 80-1,040 us more than 1 ms, a
-/// `broadcast` 28-38 us. Here the caller starts at once, the helpers take
+/// sleeping thread's virtual CPU may first have to be scheduled by the host,
+/// so a hand-over can cost more than a leaf of work (docs/performance.md,
+/// "Threads: the tree-parallel pass and the calling thread"). Here the caller starts at once, the helpers take
 /// tasks whenever they wake, and a helper that wakes after the last task is
 /// taken touches nothing.
 pub struct Workers {

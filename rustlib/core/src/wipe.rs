@@ -6,37 +6,34 @@
 //! calls that did it: blake3's `Hasher` and `OutputReader` hold the key as
 //! their chaining value and do not wipe themselves on drop, and blake3's and
 //! chacha20's internals and moves leave more temporaries that no destructor
-//! reaches. They stay until later calls happen to overwrite them (measured
-//! with tests/test_secrets.py: 1 to 8 copies of a key after its object was
-//! freed, before these scrubs). So each function that used a key zeroes the
+//! reaches. They stay until later calls happen to overwrite them (the
+//! memory scans of tests/test_secrets.py find them when a scrub is
+//! missing). So each function that used a key zeroes the
 //! stack below its own frame when it is done, and pool threads zero theirs
 //! after work (`parallel::Workers` helpers after their tasks, hashers' pools
 //! by `parallel::scrub_workers`).
 
 /// Bytes below the caller's frame that `scrub_stack` zeroes (also the AEAD's
-/// direct path on one-chunk messages): the deepest
-/// copy found on x86_64 was 2 KiB down; on aarch64 (larger frames) copies
-/// were found 4-8 KiB down.
+/// direct path on one-chunk messages): twice the deepest copy the memory
+/// scans find on x86_64; aarch64's larger frames reach four times deeper.
 #[cfg(target_arch = "aarch64")]
 pub const SCRUB_BYTES: usize = 16 * 1024;
 #[cfg(not(target_arch = "aarch64"))]
 pub const SCRUB_BYTES: usize = 4 * 1024;
 
-/// For the AEAD's direct path (`aead::scrub_direct`), by class of message
-/// (`aead::scrub_class`: short, i.e. at most four ChaCha blocks staged in
+/// For the AEAD's direct path (`aead::direct::scrub_direct`), by class of message
+/// (`aead::direct::scrub_class`: short, i.e. at most four ChaCha blocks staged in
 /// 512 bytes; one chunk of MAC input; more), with AVX-512 and without.
-/// Measured by aead.rs's `the_scrub_reaches_every_frame_of_the_direct_path`
-/// (which fails if a backend or compiler goes deeper; each depth is about a
-/// quarter more than its measure), in bytes of stack written: with AVX-512
-/// (Zen 4) 1768, 4064 and 5656 (1736 for the first before cb3's 16-block
-/// ChaCha kernel; 2026-12-04); without, natively with AVX2 (Zen 3) and
-/// under `qemu-x86_64 -cpu Haswell` and `-cpu Nehalem` (SSE2), 1768,
-/// 2432-3024 and 5912-6232. aarch64 (larger frames) keeps `SCRUB_BYTES` and
-/// `WIDE_SCRUB_BYTES`.
+/// Each depth is about a quarter more than the bytes of stack that
+/// aead/direct.rs's `the_scrub_reaches_every_frame_of_the_direct_path` measures the class
+/// writing (it fails if a backend or compiler goes deeper). Longer messages
+/// reach the 16-block ChaCha kernels, after which `chacha20::wide` zeroes
+/// the kernel's frame below its own: those zeros count as written too.
+/// aarch64 (larger frames) keeps `SCRUB_BYTES` and `WIDE_SCRUB_BYTES`.
 #[cfg(target_arch = "aarch64")]
 pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[SCRUB_BYTES, SCRUB_BYTES, WIDE_SCRUB_BYTES]; 2];
 #[cfg(not(target_arch = "aarch64"))]
-pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 7 * 1024]];
+pub const DIRECT_SCRUB_BYTES: [[usize; 3]; 2] = [[2304, 4 * 1024, 8 * 1024], [2304, 5 * 1024, 8 * 1024]];
 
 /// For the direct one-shot hashes of multi-chunk inputs (`direct::Tree`'s
 /// chaining values and blake3's frames).
@@ -57,7 +54,6 @@ fn zero_below<const N: usize>() {
 /// Zeroes the stack below the caller's frame: the dead frames of the calls
 /// it just made with a key. Not inlined, so its own frame lies below the
 /// caller's; `black_box` keeps the stores from being removed as dead.
-/// Cost: about 60-90 ns.
 #[inline(never)]
 pub fn scrub_stack() {
     zero_below::<SCRUB_BYTES>();
@@ -72,14 +68,13 @@ pub fn scrub_stack_bytes<const N: usize>() {
     zero_below::<N>();
 }
 
-/// `scrub_stack` for the direct hashes of multi-chunk inputs (12 KiB, about
-/// 200 ns).
+/// `scrub_stack` for the direct hashes of multi-chunk inputs (12 KiB).
 #[inline(never)]
 pub fn scrub_stack_wide() {
     zero_below::<WIDE_SCRUB_BYTES>();
 }
 
-/// `scrub_stack` for deeper call trees (64 KiB, about 1-2 us).
+/// `scrub_stack` for deeper call trees (64 KiB): pool threads and large inputs.
 #[inline(never)]
 pub fn scrub_stack_deep() {
     zero_below::<DEEP_SCRUB_BYTES>();
@@ -160,7 +155,7 @@ pub mod probe {
     /// How many bytes below the frame of the last copy of any 8-byte window
     /// of `secret` in `stack` (0: none).
     pub fn deepest_copy(stack: &[u8], secret: &[u8]) -> usize {
-        let windows: Vec<&[u8]> = secret.windows(8).collect();
+        let windows: std::collections::HashSet<&[u8]> = secret.windows(8).collect();
         stack.windows(8).position(|w| windows.contains(&w)).map_or(0, |at| stack.len() - at)
     }
 }

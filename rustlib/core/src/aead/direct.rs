@@ -17,7 +17,7 @@ use super::keys::Secrets;
 use super::pass::with_scratch;
 use super::Tag;
 use crate::error::{Error, Result};
-use crate::xor::{xor_keystream, Source};
+use crate::chacha20::{xor_keystream, Source};
 
 /// Direct-path messages whose staged MAC input fits this many bytes stage it
 /// on the stack (no thread-local buffer): one BLAKE3 chunk.
@@ -27,11 +27,11 @@ const STACK_STAGE: usize = crate::blake3_compressions::CHUNK_LEN;
 const SHORT_STAGE: usize = 512;
 
 /// Whether a direct-path message is short: at most
-/// `chacha20_blocks::MAX_BLOCKS` blocks (no crate ChaCha frames) and staged
+/// `chacha20::blocks::MAX_BLOCKS` blocks (no crate ChaCha frames) and staged
 /// in `SHORT_STAGE` bytes, so its calls write less stack and `scrub_direct`
 /// zeroes less.
 fn short(aad_len: usize, len: usize) -> bool {
-    len <= crate::chacha20_blocks::MAX_BLOCKS * 64 && aad_len.saturating_add(len) <= SHORT_STAGE - 16
+    len <= crate::chacha20::blocks::MAX_BLOCKS * 64 && aad_len.saturating_add(len) <= SHORT_STAGE - 16
 }
 
 /// The direct path's MAC and XOR over the message keys.
@@ -50,18 +50,18 @@ impl Secrets {
     }
 
     /// `out = input XOR keystream` (in place when `input` is None): up to
-    /// `chacha20_blocks::MAX_BLOCKS` blocks by cb3's own block function,
+    /// `chacha20::blocks::MAX_BLOCKS` blocks by cb3's own block function,
     /// longer messages through the crate's backends (`xor_long`).
     fn xor(&mut self, input: Option<&[u8]>, out: &mut [u8]) {
-        if out.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
+        if out.len() <= crate::chacha20::blocks::MAX_BLOCKS * 64 {
             self.xor_blocks(0, input, out);
         } else {
             self.xor_long(input, out);
         }
     }
 
-    /// `xor` for messages of more than `chacha20_blocks::MAX_BLOCKS` blocks:
-    /// whole kilobytes by `chacha20_wide` or else the crate's 16-wide
+    /// `xor` for messages of more than `chacha20::blocks::MAX_BLOCKS` blocks:
+    /// whole kilobytes by `chacha20::wide` or else the crate's 16-wide
     /// backend, the rest by `xor_blocks` or four or more blocks of the
     /// crate's. Not inlined: these frames stay out of the stack of short
     /// messages (scrubbed less deeply, `scrub_direct`).
@@ -83,7 +83,7 @@ impl Secrets {
         } else {
             core.set_block_pos((whole / 64) as u64);
         }
-        if tail.len() <= crate::chacha20_blocks::MAX_BLOCKS * 64 {
+        if tail.len() <= crate::chacha20::blocks::MAX_BLOCKS * 64 {
             self.xor_blocks((whole / 64) as u64, tail_in, tail);
         } else {
             // At least four blocks: fewer cost the crate's AVX-512 backend
@@ -218,7 +218,7 @@ pub(super) fn open_direct(secrets: &mut Secrets, key: &[u8; 32], nonce: &[u8; 24
 /// (`wipe::DIRECT_SCRUB_BYTES`).
 pub(super) fn scrub_direct(aad_len: usize, len: usize) {
     use crate::wipe::{scrub_stack_bytes, DIRECT_SCRUB_BYTES as DEPTH};
-    match (crate::info::avx512(), scrub_class(aad_len, len)) {
+    match (crate::cpu::avx512(), scrub_class(aad_len, len)) {
         (false, 0) => scrub_stack_bytes::<{ DEPTH[0][0] }>(),
         (false, 1) => scrub_stack_bytes::<{ DEPTH[0][1] }>(),
         (false, _) => scrub_stack_bytes::<{ DEPTH[0][2] }>(),
@@ -242,7 +242,7 @@ fn scrub_class(aad_len: usize, len: usize) -> usize {
 /// How many bytes below the caller `scrub_direct(aad_len, len)` zeroes.
 #[cfg(test)]
 fn scrub_direct_depth(aad_len: usize, len: usize) -> usize {
-    crate::wipe::DIRECT_SCRUB_BYTES[usize::from(crate::info::avx512())][scrub_class(aad_len, len)]
+    crate::wipe::DIRECT_SCRUB_BYTES[usize::from(crate::cpu::avx512())][scrub_class(aad_len, len)]
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub(super) struct Secrets {
     /// The MAC's chaining value (one-chunk MAC inputs).
     pub(super) cv: [u32; 8],
     /// Keystream for the message's last partial kilobyte (more than
-    /// `chacha20_blocks::MAX_BLOCKS` blocks), left uninitialized until then,
+    /// `chacha20::blocks::MAX_BLOCKS` blocks), left uninitialized until then,
     /// so that short messages, which never use it, never zero its 1 KiB.
     keystream: MaybeUninit<[chacha20::cipher::Block<ChaCha20LegacyCore>; 16]>,
     /// Blocks of `keystream` written (the first `blocks` are initialized).
@@ -109,18 +109,18 @@ impl Secrets {
     }
 
     /// `out = input XOR keystream` from block `counter` on, at most
-    /// `chacha20_blocks::MAX_BLOCKS` blocks.
+    /// `chacha20::blocks::MAX_BLOCKS` blocks.
     pub(super) fn xor_blocks(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8]) {
         let (enc_key, enc_nonce) = self.enc_key_nonce();
-        crate::chacha20_blocks::xor(enc_key, enc_nonce, counter, input, out);
+        crate::chacha20::blocks::xor(enc_key, enc_nonce, counter, input, out);
     }
 
     /// `out = input XOR keystream` from block `counter` on for the whole
-    /// kilobytes at the front of `out` where `chacha20_wide` runs on this
+    /// kilobytes at the front of `out` where `chacha20::wide` runs on this
     /// CPU, and `copy` the same if given; returns the bytes done (0
     /// elsewhere).
     pub(super) fn xor_wide(&self, counter: u64, input: Option<&[u8]>, out: &mut [u8], copy: Option<&mut [u8]>) -> usize {
         let (enc_key, enc_nonce) = self.enc_key_nonce();
-        crate::chacha20_wide::xor_copying(enc_key, crate::chacha20_wide::Nonce::Djb(enc_nonce), counter, 10, input, out, copy)
+        crate::chacha20::wide::xor_copying(enc_key, crate::chacha20::wide::Nonce::Djb(enc_nonce), counter, 10, input, out, copy)
     }
 }

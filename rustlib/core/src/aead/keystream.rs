@@ -1,5 +1,5 @@
 //! The message keystream from any byte of the message on: by the wide
-//! kernel (`chacha20_wide`) where it runs, else by the crate's cipher; the
+//! kernel (`chacha20::wide`) where it runs, else by the crate's cipher; the
 //! piece XOR of the pass and the segments of a staged decryption's last
 //! pass.
 
@@ -12,7 +12,7 @@ use zeroize::Zeroizing;
 use super::keys::Secrets;
 use super::xor_piece_len;
 use crate::error::{Error, Result};
-use crate::xor::xor_keystream;
+use crate::chacha20::xor_keystream;
 
 impl Secrets {
     /// The keystream from byte `offset` of the message on.
@@ -22,10 +22,10 @@ impl Secrets {
         let mut keystream = MessageKeystream {
             keys: self,
             stream,
-            wide: crate::chacha20_wide::available(),
+            wide: crate::chacha20::wide::available(),
             pos: offset as u64,
-            carry: [0; crate::chacha20_wide::UNIT_BYTES],
-            carry_at: crate::chacha20_wide::UNIT_BYTES,
+            carry: [0; crate::chacha20::wide::UNIT_BYTES],
+            carry_at: crate::chacha20::wide::UNIT_BYTES,
         };
         if keystream.wide && offset % 64 != 0 {
             // The rest of the unit from this block on, so that the kernel
@@ -55,7 +55,7 @@ pub(super) fn xor_segment(keys: &Secrets, offset: usize, input: &[u8], out: &mut
 const KEYSTREAM_RUN: usize = 256;
 
 /// A message's keystream from some byte position on (`Secrets::keystream`):
-/// by `chacha20_wide` where it runs on this CPU, else by the crate's cipher.
+/// by `chacha20::wide` where it runs on this CPU, else by the crate's cipher.
 ///
 /// The kernel makes whole units from a block boundary on; the keystream of
 /// the unit that a call ends inside is kept (`carry`) for the next call. So
@@ -72,7 +72,7 @@ pub(super) struct MessageKeystream<'a> {
     /// Kernel only: the message byte the next call starts at.
     pos: u64,
     /// Kernel only: keystream bytes `carry[carry_at..]` come next.
-    carry: [u8; crate::chacha20_wide::UNIT_BYTES],
+    carry: [u8; crate::chacha20::wide::UNIT_BYTES],
     carry_at: usize,
 }
 
@@ -126,7 +126,7 @@ impl MessageKeystream<'_> {
     /// `carry` = the keystream unit from block `counter` on (zeros XOR
     /// keystream: no `memset` of `carry` first).
     fn refill(&mut self, counter: u64) {
-        static ZEROS: [u8; crate::chacha20_wide::UNIT_BYTES] = [0; crate::chacha20_wide::UNIT_BYTES];
+        static ZEROS: [u8; crate::chacha20::wide::UNIT_BYTES] = [0; crate::chacha20::wide::UNIT_BYTES];
         let made = self.keys.xor_wide(counter, Some(&ZEROS), &mut self.carry, None);
         debug_assert_eq!(made, self.carry.len());
     }

@@ -42,7 +42,7 @@ use zeroize::Zeroizing;
 use crate::error::{Error, Result};
 use crate::parallel::{LazyPool, Workers};
 use crate::wipe::{scrub_stack, scrub_stack_deep};
-use crate::xor::Source;
+use crate::chacha20::Source;
 
 use direct::{open_direct, scrub_direct, seal_direct};
 use keys::Secrets;
@@ -64,19 +64,19 @@ pub const TAG_SIZE: usize = 32;
 
 /// Bytes per keystream step of the final pass of a staged decryption (which
 /// XORs from the private copy into the output): from this CPU's L1d
-/// (`cache::Pieces::xor_piece`).
+/// (`pieces::Pieces::xor_piece`).
 fn xor_piece_len() -> usize {
     #[cfg(test)]
     if let n @ 1.. = tests::XOR_PIECE_OVERRIDE.load(Ordering::Relaxed) {
         return n;
     }
-    crate::cache::tuning().1.xor_piece
+    crate::pieces::tuning().1.xor_piece
 }
 
 /// Bytes per piece of the one pass over a message that `seal` makes: each
 /// piece of the data is XORed into memory no one else can see (and into the
 /// output) and MACed there while it is in L2 (from this CPU's L2 and maker:
-/// `cache::Pieces::seal_piece`). Pieces are aligned in the MAC input (which
+/// `pieces::Pieces::seal_piece`). Pieces are aligned in the MAC input (which
 /// starts with the associated data), so BLAKE3 hashes every piece but the
 /// first 16 chunks at a time.
 fn seal_piece_len() -> usize {
@@ -85,18 +85,18 @@ fn seal_piece_len() -> usize {
 
 /// The same for `open`'s pass, which copies each piece of the ciphertext
 /// into private memory and MACs it there (half this CPU's L2, at most
-/// `seal_piece_len()`: `cache::Pieces::open_piece`).
+/// `seal_piece_len()`: `pieces::Pieces::open_piece`).
 fn open_piece_len() -> usize {
     piece_len(|pieces| pieces.open_piece)
 }
 
 /// The piece size `size` picks from this CPU's, or the tests' override.
-fn piece_len(size: fn(&crate::cache::Pieces) -> usize) -> usize {
+fn piece_len(size: fn(&crate::pieces::Pieces) -> usize) -> usize {
     #[cfg(test)]
     if let n @ 1.. = tests::PIECE_OVERRIDE.load(Ordering::Relaxed) {
         return n;
     }
-    size(&crate::cache::tuning().1)
+    size(&crate::pieces::tuning().1)
 }
 
 /// A tag as `seal` returns it: 16-byte aligned, so that the copies of the
@@ -142,7 +142,7 @@ pub const DIRECT_MAX: usize = crate::blake3_compressions::MAX_INPUT;
 ///
 /// Every byte of the data is read once and XORed into a private piece
 /// buffer, where it is MACed; `out` gets the same ciphertext, stored from
-/// the same registers (`chacha20_wide::xor_copying`) or copied from the
+/// the same registers (`chacha20::wide::xor_copying`) or copied from the
 /// private buffer: the tag covers exactly the ciphertext written, whatever
 /// anyone else writes into the input or `out` meanwhile. Messages of at least
 /// `parallel::PARALLEL_MIN` bytes run on `pool`'s threads if it is given;
@@ -347,13 +347,13 @@ mod tests {
         (0..len).map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(97) ^ (i >> 8)) as u8).collect()
     }
 
-    /// Piece sizes other CPUs derive (`cache::pieces_for`) for the tests
+    /// Piece sizes other CPUs derive (`pieces::pieces_for`) for the tests
     /// here and in `pass.rs` (0: this CPU's). Other tests running meanwhile
     /// may see them: the bytes do not depend on them.
     pub(super) static PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     pub(super) static XOR_PIECE_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-    /// The smallest and largest piece sizes `cache::pieces_for` derives
+    /// The smallest and largest piece sizes `pieces::pieces_for` derives
     /// give the crate's bytes, for lengths and associated data around the
     /// pieces, one and three leaves, and both decryption outputs.
     #[test]

@@ -13,7 +13,7 @@ use zeroize::Zeroize;
 use super::keys::Secrets;
 use super::keystream::{xor_segment, MessageKeystream};
 use super::seal_piece_len;
-use crate::cache::PieceBuffer;
+use crate::buffer::PieceBuffer;
 use crate::error::{Error, Result};
 use crate::parallel::{self, Workers};
 
@@ -97,7 +97,7 @@ const LEAVES_PER_THREAD: usize = 8;
 /// The shortest leaf a split message gets (shorter ones when a message is
 /// split over threads: `LEAVES_PER_THREAD` would ask for less): a leaf is
 /// cut into pieces of at most its length, and pieces below 128 KiB cost
-/// more per byte ("The seal piece, by maker" in docs/design/performance.md).
+/// more per byte ("Piece sizes: by cache and by maker" in docs/performance.md).
 /// Not the piece length: where pieces are as long as a message, that message
 /// would not split at all.
 const LEAF_MIN: usize = 128 * 1024;
@@ -125,7 +125,7 @@ thread_local! {
 /// `seal_piece_len()`) bytes: kept between calls (so that no call allocates
 /// and zeroes one), or a new one if a piece function ever ran a nested pass
 /// on this thread. In huge pages where the system has them
-/// (`cache::PieceBuffer`).
+/// (`buffer::PieceBuffer`).
 pub(super) fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
     SCRATCH.with(|cell| {
         let mut owned = PieceBuffer::EMPTY;
@@ -169,7 +169,7 @@ pub(super) struct Pass<'a> {
     /// The address of the output's first byte, where each piece's private
     /// bytes are to lie at the same offset from a 64-byte line as their
     /// place in the output (`seal`: the kernel then stores whole lines of
-    /// both, `chacha20_wide`); None: anywhere.
+    /// both, `chacha20::wide`); None: anywhere.
     out_addr: Option<usize>,
     piece: &'a PieceFn<'a>,
 }
@@ -343,7 +343,7 @@ mod tests {
     use super::*;
     use crate::aead::tests::{bytes, PIECE_OVERRIDE};
     use crate::aead::{open_piece_len, open_with, seal_with, Output, DIRECT_MAX};
-    use crate::xor::Source;
+    use crate::chacha20::Source;
 
     /// `seal` from and into buffers at every offset from a 64-byte line
     /// (private pieces follow the output's, `Pass::line_offset`), in

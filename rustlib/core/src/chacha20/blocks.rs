@@ -3,15 +3,15 @@
 //! 8-byte nonce), the bytes of the `chacha20` crate's `ChaCha20LegacyCore`
 //! (checked against it below, counter wrap at 2^64 included).
 //!
-//! Why not the crate: its AVX-512 backend takes 2-5x longer for one or two
-//! blocks than for four (`chacha20::CACHE_BLOCKS`), and its calls into
-//! non-inlined `rounds` and loads cost as much again. Here each block is
+//! Why not the crate: its AVX-512 backend is slower for one or two blocks
+//! than for four (`CACHE_BLOCKS`), and its calls into non-inlined `rounds`
+//! and loads add their own cost. Here each block is
 //! one row per 128-bit register (SSE2, with AVX-512VL's `vprold` rotates
 //! when the CPU has them), the blocks interleaved, XORed straight from the
 //! registers into the output. Other targets keep the crate.
 
-/// The most blocks `xor` handles: longer runs go to the crate's 16-wide
-/// backends.
+/// The most blocks `xor` handles: longer runs go to the 16-block kernels
+/// (`wide`) or the crate's backends.
 pub const MAX_BLOCKS: usize = 4;
 
 /// `out = input XOR keystream` (`out ^= keystream` when `input` is None),
@@ -24,7 +24,7 @@ pub fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&[u8]>, 
         let src = input.map_or(out.as_ptr(), |input| input.as_ptr());
         // SAFETY: `src` and `out` hold `out.len()` bytes (`src` may be `out`
         // itself, which `x86::xor` allows); AVX-512F/VL only where detected.
-        unsafe { x86::xor(key, nonce, counter, src, out.as_mut_ptr(), out.len(), crate::info::avx512()) };
+        unsafe { x86::xor(key, nonce, counter, src, out.as_mut_ptr(), out.len(), crate::cpu::avx512()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -35,7 +35,7 @@ pub fn xor(key: &[u8; 32], nonce: &[u8; 8], counter: u64, input: Option<&[u8]>, 
         let count = out.len().div_ceil(64);
         core.write_keystream_blocks(&mut blocks[..count]);
         let keystream = chacha20::cipher::array::Array::slice_as_flattened(&blocks[..count]);
-        crate::xor::xor_keystream(out, input, keystream);
+        super::xor_keystream(out, input, keystream);
         for block in &mut blocks[..count] {
             crate::wipe::wipe_bytes(block);
         }
@@ -216,7 +216,7 @@ pub mod tests {
         let mut all: Vec<(&'static str, Box<dyn Fn(&[u8; 32], &[u8; 8], u64, Option<&[u8]>, &mut [u8])>)> = vec![("xor", Box::new(xor))];
         #[cfg(target_arch = "x86_64")]
         for (name, avx512) in [("sse2", false), ("avx512", true)] {
-            if avx512 && !crate::info::avx512() {
+            if avx512 && !crate::cpu::avx512() {
                 continue;
             }
             all.push((

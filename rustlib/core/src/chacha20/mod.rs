@@ -14,8 +14,9 @@
 //! (its AVX-512/AVX2/SSE2/NEON backends, picked at run time) for every
 //! variant, since it is the one core the crate exposes for all three round
 //! counts; on CPUs with AVX2 or AVX-512, whole runs of 16 blocks go to
-//! cb3's own `chacha20_wide` instead (the same bytes, checked against this
-//! core). The two other layouts map onto it exactly:
+//! cb3's own kernels in `wide` instead (the same bytes, checked against this
+//! core). `blocks` is cb3's own function for the AEAD's one to four blocks,
+//! `xor` the XOR that every keystream pass ends in. The two other layouts map onto it exactly:
 //!
 //! * 8-byte nonce: the DJB state is `counter_lo, counter_hi, nonce[0..8]`,
 //!   which is the IETF state with the 96-bit nonce `le32(counter_hi) || nonce`.
@@ -42,7 +43,11 @@ use chacha20::variants::Ietf;
 use chacha20::{hchacha, ChaChaCore, Rounds, R12, R20, R8};
 use zeroize::Zeroize;
 
-pub use crate::xor::{xor_keystream, Source};
+pub mod blocks;
+pub mod wide;
+mod xor;
+
+pub use xor::{xor_keystream, Source};
 use crate::error::{Error, Result};
 
 /// The ChaCha block size in bytes: block `c` starts at keystream byte `64 * c`.
@@ -54,10 +59,8 @@ pub const SEGMENT_BLOCKS: u128 = 1 << 32;
 /// Keystream blocks generated at once for short calls and partial blocks.
 /// The crate's AVX-512 backend makes 3 to 16 blocks with 512-bit vectors in
 /// about the time of one, while its 1- and 2-block paths (128/256-bit
-/// vectors) take 2 to 5 times longer than 4 blocks (measured: ~500 ns for one
-/// block, ~140 ns for four, on an AMD EPYC with AVX-512). So one to four
-/// blocks are generated as four and kept, and bulk runs never end in a 1- or
-/// 2-block tail.
+/// vectors) are slower than 4 blocks. So one to four blocks are generated
+/// as four and kept, and bulk runs never end in a 1- or 2-block tail.
 pub const CACHE_BLOCKS: usize = 4;
 /// The backend's parallel width and its slow tail lengths (1 and 2 blocks).
 pub const PAR_BLOCKS: usize = 16;
@@ -194,15 +197,15 @@ impl<R: Rounds> Keystream<R> {
             }
             if self.pos % BLOCK == 0 && count >= CACHE_BLOCKS {
                 // Whole blocks straight from the core, in one pass (whole
-                // runs of 16 by `chacha20_wide` where it runs on this CPU).
+                // runs of 16 by `wide` where it runs on this CPU).
                 let bytes = count * BLOCK_SIZE;
                 self.load(block);
                 let input = source.input(done..done + bytes);
-                let nonce = crate::chacha20_wide::Nonce::Ietf(&self.nonce);
-                let wide = crate::chacha20_wide::xor(&self.key, nonce, (block % SEGMENT_BLOCKS) as u64, R::COUNT, input, &mut out[done..done + bytes]);
-                if wide > 0 {
-                    done += wide;
-                    self.pos += wide as u128;
+                let nonce = wide::Nonce::Ietf(&self.nonce);
+                let units = wide::xor(&self.key, nonce, (block % SEGMENT_BLOCKS) as u64, R::COUNT, input, &mut out[done..done + bytes]);
+                if units > 0 {
+                    done += units;
+                    self.pos += units as u128;
                     continue;
                 }
                 let (out_blocks, _) = Array::slice_as_chunks_mut(&mut out[done..done + bytes]);
@@ -232,7 +235,7 @@ impl<R: Rounds> Keystream<R> {
 
 /// `out[at..at + ks.len()] = data ^ ks`, the data coming from `source`.
 pub fn xor(source: &Source<'_>, out: &mut [u8], at: usize, ks: &[u8]) {
-    crate::xor::xor_keystream(&mut out[at..at + ks.len()], source.input(at..at + ks.len()), ks);
+    xor_keystream(&mut out[at..at + ks.len()], source.input(at..at + ks.len()), ks);
 }
 
 /// HChaCha20 of `key` and a 16-byte `nonce` into `out` (the XChaCha
