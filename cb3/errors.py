@@ -1,5 +1,9 @@
 """cb3's exception classes. The extension raises these (see cext/errors.c)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 __all__ = ["DecryptionError", "InvalidTag", "KeystreamExhaustedError"]
 
 
@@ -55,3 +59,45 @@ class ChunkedHeaderError(ChunkedError):
 
 
 __all__ += ["ChunkedError", "ChunkedTruncatedError", "ChunkedHeaderError"]
+
+
+class WrongPassphrase(DecryptionError):
+    """A passphrase header did not open: the passphrase is wrong, or a byte of
+    the header (its parameters, salt, wrapped key or tag) was changed. The two
+    are indistinguishable by design (the header is the wrap's associated
+    data). Nothing was decrypted or written."""
+
+    def __init__(self, message: str = "wrong passphrase, or a modified header") -> None:
+        super().__init__(message)
+
+
+#: The Python keyword that raises each reader limit, by the parameter it bounds.
+LIMIT_KEYWORDS = {"time_cost": "max_time_cost", "memory_cost": "max_memory_cost", "parallelism": "max_parallelism"}
+
+
+class PassphraseLimitError(ValueError):
+    """A passphrase header asks for more than the reader's limits allow: more
+    passes (``time_cost``), memory (``memory_cost``, KiB) or lanes
+    (``parallelism``). Refused before anything is allocated. ``parameter``,
+    ``value`` and ``limit`` say which; the message names the keyword that
+    raises the limit (``max_time_cost=``, ``max_memory_cost=``,
+    ``max_parallelism=``) for a file you trust."""
+
+    parameter: str
+    value: int
+    limit: int
+
+    def __init__(self, parameter: str, value: int, limit: int) -> None:
+        self.parameter, self.value, self.limit = parameter, value, limit
+        unit = " KiB" if parameter == "memory_cost" else ""
+        keyword = LIMIT_KEYWORDS.get(parameter, "max_" + parameter)
+        super().__init__(
+            f"the passphrase header asks for {parameter} {value}{unit}, above this reader's limit of "
+            f"{limit}{unit}: pass {keyword}={value} to allow it (for a file you trust)"
+        )
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.parameter, self.value, self.limit)
+
+
+__all__ += ["WrongPassphrase", "PassphraseLimitError"]
