@@ -117,7 +117,7 @@ def test_usage_errors(tmp_path: Path, key_file: str) -> None:
         (["--key-file", str(short)], b"must hold a 32-byte key"),
         (["--key-file", str(tmp_path / "missing")], b"cannot read key file"),
         (["--key-env", "CB3_NOT_SET_ANYWHERE"], b"is not set"),
-        ([], b"one of the arguments --key-file --key-env is required"),
+        ([], b"a key (--key-file, --key-env) or a passphrase (--passphrase, --passphrase-file"),
         (["--key", KEY.hex()], b"never read from the command line"),
         (["--key-file", key_file, "--key=" + KEY.hex()], b"never read from the command line"),
         (["--key-file", key_file, "--threads", "0"], b"positive number"),
