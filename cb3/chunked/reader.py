@@ -99,7 +99,9 @@ class DecryptingReader(fileio.PlaintextFile):
                 chunk_size, _ = decode_header(bytes(header[:got]))
             except ChunkedHeaderError:
                 if file_key is None and is_passphrase_file(header[:got]):
-                    raise ChunkedHeaderError("a passphrase-protected file: pass passphrase= instead of a key") from None
+                    raise ChunkedHeaderError(
+                        "a passphrase-protected file, not a stream under a key: give its passphrase instead"
+                    ) from None
                 raise
             self._chunked = _cb3.Chunked(key, bytes(header), associated_data, threads)
         finally:
