@@ -120,7 +120,7 @@ def read_header(source: fileio.Source) -> bytes:
     return bytes(header)
 
 
-def is_passphrase_file(start: bytes) -> bool:
+def is_passphrase_file(start: bytes | bytearray) -> bool:
     """Whether data starting with `start` is in the passphrase format (by its magic)."""
     return bytes(start[: len(MAGIC)]) == MAGIC
 

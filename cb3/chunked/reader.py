@@ -103,7 +103,7 @@ class DecryptingReader(fileio.PlaintextFile):
                         "a passphrase-protected file, not a stream under a key: give its passphrase instead"
                     ) from None
                 raise
-            self._chunked = _cb3.Chunked(key, bytes(header), associated_data, threads)
+            self._chunked = _cb3.Chunked(cast("Buffer", key), bytes(header), associated_data, threads)
         finally:
             if file_key is not None:
                 file_key[:] = bytes(len(file_key))  # the handle holds its own copy

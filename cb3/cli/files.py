@@ -267,7 +267,8 @@ def _keygen_passphrase(args: argparse.Namespace) -> int:
     passphrase = secrets.read(args, confirm=True)
     key = bytearray(cb3.generate_key())
     try:
-        cb3.write_key_file(args.output, key, passphrase, **secrets.costs(args))
+        cb3.write_key_file(args.output, key, passphrase, time_cost=args.passes, memory_cost=args.memory,
+                           parallelism=args.lanes)
     finally:
         key[:] = bytes(len(key))
     return EXIT_OK
@@ -283,7 +284,8 @@ def _passwd(args: argparse.Namespace) -> int:
     key = _unlock(args.key_file, current, args)
     try:
         new = secrets.read(args, confirm=True, prefix="new-passphrase", label="New passphrase")
-        cb3.write_key_file(args.key_file, key, new, overwrite=True, **secrets.costs(args))
+        cb3.write_key_file(args.key_file, key, new, time_cost=args.passes, memory_cost=args.memory,
+                           parallelism=args.lanes, overwrite=True)
     finally:
         key[:] = bytes(len(key))
     return EXIT_OK
