@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["DecryptionError", "InvalidTag", "KeystreamExhaustedError"]
@@ -71,33 +72,36 @@ class WrongPassphrase(DecryptionError):
         super().__init__(message)
 
 
-#: The Python keyword that raises each reader limit, by the parameter it bounds.
-LIMIT_KEYWORDS = {"time_cost": "max_time_cost", "memory_cost": "max_memory_cost", "parallelism": "max_parallelism"}
-
-
 class PassphraseLimitError(ValueError):
     """A passphrase header asks for more than the reader's limits allow: more
     passes (``time_cost``), memory (``memory_cost``, KiB) or lanes
     (``parallelism``). Refused before anything is allocated. ``parameter``,
     ``value`` and ``limit`` say which; the message names the keyword that
     raises the limit (``max_time_cost=``, ``max_memory_cost=``,
-    ``max_parallelism=``) for a file you trust."""
+    ``max_parallelism=``) for a file you trust.
 
-    parameter: str
-    value: int
-    limit: int
+    The extension raises it with its message (cext/errors.c); the three
+    attributes are read back from it. ``PassphraseLimitError(parameter,
+    value, limit)`` makes the same message."""
 
-    def __init__(self, parameter: str, value: int, limit: int) -> None:
-        self.parameter, self.value, self.limit = parameter, value, limit
-        unit = " KiB" if parameter == "memory_cost" else ""
-        keyword = LIMIT_KEYWORDS.get(parameter, "max_" + parameter)
-        super().__init__(
-            f"the passphrase header asks for {parameter} {value}{unit}, above this reader's limit of "
-            f"{limit}{unit}: pass {keyword}={value} to allow it (for a file you trust)"
-        )
+    parameter: str | None
+    value: int | None
+    limit: int | None
 
-    def __reduce__(self) -> Any:
-        return type(self), (self.parameter, self.value, self.limit)
+    _MESSAGE = re.compile(r"asks for (?P<parameter>\w+)=(?P<value>\d+)(?: KiB)?, above this reader's limit of "
+                          r"(?P<limit>\d+)")
+
+    def __init__(self, *args: Any) -> None:
+        if len(args) == 3:
+            parameter, value, limit = args
+            unit = " KiB" if parameter == "memory_cost" else ""
+            args = (f"the passphrase header asks for {parameter}={value}{unit}, above this reader's limit of "
+                    f"{limit}{unit}; pass max_{parameter}={value} (or more) to allow it",)
+        super().__init__(*args)
+        found = self._MESSAGE.search(str(args[0])) if args else None
+        self.parameter = found["parameter"] if found else None
+        self.value = int(found["value"]) if found else None
+        self.limit = int(found["limit"]) if found else None
 
 
 __all__ += ["WrongPassphrase", "PassphraseLimitError"]

@@ -395,6 +395,17 @@ def test_a_header_above_a_limit_is_refused_naming_it(parameter: str, value: int,
     assert parameter in message and str(value) in message and str(limit) in message and f"{keyword}=" in message
 
 
+def test_limit_error_from_its_fields_or_its_message() -> None:
+    import pickle
+
+    made = cb3.PassphraseLimitError("memory_cost", 4096, 1024)
+    assert "memory_cost=4096 KiB" in str(made) and "limit of 1024 KiB" in str(made) and "max_memory_cost=4096" in str(made)
+    again = cb3.PassphraseLimitError(str(made))
+    for error in (made, again, pickle.loads(pickle.dumps(made))):
+        assert (error.parameter, error.value, error.limit) == ("memory_cost", 4096, 1024)
+    assert cb3.PassphraseLimitError("something else").parameter is None
+
+
 def test_raising_a_limit_reads_the_file() -> None:
     ct = sealed(b"costly", time_cost=11)
     with pytest.raises(cb3.PassphraseLimitError, match="max_time_cost=11"):

@@ -32,6 +32,7 @@ from ..kdf import (
     MAX_MEMORY_COST,
     MAX_PARALLELISM,
     MAX_TIME_COST,
+    SALT_LEN,
 )
 from . import fileio
 
@@ -43,8 +44,6 @@ Passphrase = Union[str, bytes, bytearray, memoryview]
 MAGIC = b"CB3PASS"
 #: The bytes before the salt: they give the whole header's size.
 PREFIX_SIZE = 20
-#: The salt cb3 writes (a reader accepts 16 to 64 bytes).
-SALT_SIZE = 16
 #: The purpose byte: an encrypted file (a chunked stream follows), a key file.
 PURPOSE_FILE = 1
 PURPOSE_KEY_FILE = 2
@@ -87,7 +86,7 @@ def seal(passphrase: Passphrase, key: Buffer, purpose: int, time_cost: int, memo
     secret = passphrase_bytes(passphrase)
     try:
         return _cb3.passphrase_seal(secret, key, purpose, time_cost, memory_cost, parallelism,
-                                    os.urandom(SALT_SIZE) if salt is None else salt)
+                                    os.urandom(SALT_LEN) if salt is None else salt)
     finally:
         secret[:] = bytes(len(secret))
 

@@ -115,6 +115,8 @@ def limits(args: argparse.Namespace) -> dict[str, int]:
 
 def limit_message(error: PassphraseLimitError) -> str:
     """The library's limit error in the command line's words."""
+    if error.parameter is None:
+        return str(error)
     unit = " KiB" if error.parameter == "memory_cost" else ""
     option = LIMIT_OPTIONS.get(error.parameter, "--max-" + error.parameter)
     return (f"the passphrase header asks for {error.parameter} {error.value}{unit}, above the limit of "
