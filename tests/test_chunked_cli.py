@@ -618,3 +618,40 @@ def test_ctrl_c_during_the_derivation_leaves_no_output(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_one_key_file_derivation_serves_many_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--output-dir: a passphrase-protected key file is unlocked once (one
+    derivation, its passphrase read once) for every input."""
+    key_file, pw = tmp_path / "backup.key", tmp_path / "pw"
+    pw.write_text("pass\n")
+    cb3.write_key_file(key_file, KEY, "pass", time_cost=1, memory_cost=64, parallelism=1)
+    sources = tmp_path / "src"
+    sources.mkdir()
+    files = {f"f{i}": os.urandom(1000 * i) for i in range(12)}
+    for name, data in files.items():
+        (sources / name).write_bytes(data)
+    from cb3 import _cb3
+
+    opened: list[int] = []
+    real_open = _cb3.passphrase_open
+    monkeypatch.setattr(_cb3, "passphrase_open", lambda *args: opened.append(1) or real_open(*args))
+    enc, dec = tmp_path / "enc", tmp_path / "dec"
+    enc.mkdir()
+    dec.mkdir()
+    with open(pw, "rb") as f:  # a descriptor gives the passphrase once: a second read would find it empty
+        status = cli_files.main(["encrypt", "--key-file", str(key_file), "--passphrase-fd", str(f.fileno()),
+                                 "-O", str(enc), *sorted(str(p) for p in sources.iterdir())])
+    assert status == 0 and len(opened) == 1
+    assert sorted(p.name for p in enc.iterdir()) == sorted(f"{name}.cb3" for name in files)
+    assert all((enc / f"{name}.cb3").read_bytes()[:7] == b"CB3STRM" for name in files)
+    status = cli_files.main(["decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), "-O", str(dec),
+                             *sorted(str(p) for p in enc.iterdir())])
+    assert status == 0 and len(opened) == 2
+    assert {p.name: p.read_bytes() for p in dec.iterdir()} == files
+    r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), str(sources / "f1"),
+                str(sources / "f2"))
+    assert r.returncode == 2 and b"several inputs need --output-dir" in r.stderr
+    r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), "-O", str(dec),
+                str(sources / "f1"))
+    assert r.returncode == 2 and b"does not end in .cb3" in r.stderr

@@ -7,6 +7,7 @@ under a key or a passphrase (docs/passphrase-format.md).
     python -m cb3 decrypt --key-env CB3_KEY [-o OUT] [IN]
     python -m cb3 encrypt --passphrase [-o OUT] [IN]  (decrypt: no key option; the passphrase is asked once)
     python -m cb3 passwd KEY                         (a new passphrase for a passphrase-protected key file)
+    python -m cb3 encrypt --key-file KEY -O DIR IN...  (several files; the key, and its derivation, once)
 
 The key comes from a file (32 raw bytes, or 64 hex digits) or an
 environment variable (64 hex digits), never from the command line, where
@@ -156,8 +157,14 @@ def add_parser(subparsers: Any) -> None:
             description=f"{verb} a file or pipe in cb3's chunked stream format (docs/stream-format.md). "
             "Exit status: 0 ok, 1 invalid or tampered stream / wrong key, 2 usage, 3 I/O error, 130 interrupted.",
         )
-        parser.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+        parser.add_argument("input", nargs="*", default=["-"],
+                            help="input file, or - for stdin (default); several with --output-dir")
         parser.add_argument("-o", "--output", default="-", help="output file, or - for stdout (default)")
+        parser.add_argument(
+            "-O", "--output-dir", metavar="DIR",
+            help="write each input's output into DIR, named after it (encrypt adds .cb3, decrypt removes it): "
+            "the key (a passphrase-protected key file: one derivation) and the passphrase are read once",
+        )
         keys = parser.add_mutually_exclusive_group()
         keys.add_argument(
             "--key-file", metavar="PATH",
@@ -411,10 +418,62 @@ def _progress(args: argparse.Namespace, name: str, size: int | None) -> tuple[Ca
 
 def run(args: argparse.Namespace) -> int:
     """Runs `encrypt` or `decrypt` for parsed arguments; returns the exit status."""
+    inputs = list(args.input) or ["-"]
+    if args.output_dir is None:
+        if len(inputs) > 1:
+            hint = " (--passphrase takes no value: it is asked at the terminal)" if getattr(args, "passphrase", 0) else ""
+            print(f"cb3 {args.command}: several inputs need --output-dir DIR{hint}", file=sys.stderr)
+            return EXIT_USAGE
+        args.input = inputs[0]
+        return _run_one(args)
+    return _run_many(args, inputs)
+
+
+def _run_many(args: argparse.Namespace, inputs: list[str]) -> int:
+    """--output-dir: each input into DIR, with the key or the passphrase read
+    once; stops at the first failure (the outputs made before it stay)."""
+    command = args.command
+    suffix = ".cb3"
+    if args.output != "-" or "-" in inputs or not os.path.isdir(args.output_dir):
+        problem = ("-o and --output-dir exclude each other" if args.output != "-" else
+                   "stdin (-) cannot be one of several inputs" if "-" in inputs else
+                   f"--output-dir {args.output_dir} is not a directory")
+        print(f"cb3 {command}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    names = []
+    for name in inputs:
+        base = os.path.basename(name)
+        if command == "decrypt" and not (base.endswith(suffix) and len(base) > len(suffix)):
+            print(f"cb3 {command}: {name} does not end in {suffix}: decrypt it with -o", file=sys.stderr)
+            return EXIT_USAGE
+        names.append(base + suffix if command == "encrypt" else base[: -len(suffix)])
+    args.input = inputs[0]
+    status = _run_one(args, resolve_only=True)  # the key or the passphrase, once
+    if status != EXIT_OK:
+        return status
+    try:
+        for name, out in zip(inputs, names):
+            args.input, args.output = name, os.path.join(args.output_dir, out)
+            status = _run_one(args)
+            if status != EXIT_OK:
+                return status
+    finally:
+        key = args.secret[0]
+        if isinstance(key, bytearray):
+            key[:] = bytes(len(key))
+    return EXIT_OK
+
+
+def _run_one(args: argparse.Namespace, resolve_only: bool = False) -> int:
+    """One input to one output (or, with `resolve_only`, just the key or
+    passphrase, kept in args.secret for the inputs that follow)."""
     command = args.command
     args.streamed_to = None  # set by _run: where plaintext went as it verified
     try:
         with _signals_unwind():
+            if resolve_only:
+                args.secret = _secret(args, None)
+                return EXIT_OK
             return _run(args)
     except UsageError as error:
         print(f"cb3 {command}: {error}", file=sys.stderr)
@@ -483,7 +542,7 @@ def _passphrase(args: argparse.Namespace, source: Any) -> str:
     """The passphrase of a file under no key option: asked twice to encrypt,
     once to decrypt (after a look at the input: a stream under a key needs
     the key, and no passphrase is asked for it)."""
-    if args.command == "decrypt":
+    if args.command == "decrypt" and source is not None:
         peek = getattr(source, "peek", None)
         start = peek(len(MAGIC)) if peek is not None else b""
         if start[: len(MAGIC)] == CHUNKED_MAGIC:
@@ -491,9 +550,22 @@ def _passphrase(args: argparse.Namespace, source: Any) -> str:
     return secrets.read(args, confirm=args.command == "encrypt", stdin_is_input=args.input == "-")
 
 
-def _run(args: argparse.Namespace) -> int:
+def _secret(args: argparse.Namespace, source: Any) -> tuple[bytes | bytearray | None, str | None]:
+    """(the key, None) or (None, the passphrase) the options name; `source`
+    (the input, when already open) lets decrypt look at it first."""
     key = _key(args)
-    if key is None and not secrets.given(args) and args.command == "encrypt":
+    if key is not None:
+        return key, None
+    if not secrets.given(args) and args.command == "encrypt":
+        raise UsageError("a key (--key-file, --key-env) or a passphrase (--passphrase, --passphrase-file, "
+                         "--passphrase-fd, --passphrase-env) is required")
+    return None, _passphrase(args, source)
+
+
+def _run(args: argparse.Namespace) -> int:
+    secret = getattr(args, "secret", None)
+    key = secret[0] if secret is not None else _key(args)
+    if key is None and secret is None and not secrets.given(args) and args.command == "encrypt":
         raise UsageError("a key (--key-file, --key-env) or a passphrase (--passphrase, --passphrase-file, "
                          "--passphrase-fd, --passphrase-env) is required")
     aad = _associated_data(args)
@@ -526,7 +598,7 @@ def _run(args: argparse.Namespace) -> int:
             sink = target  # a path: written atomically by the helpers
         options: dict[str, Any] = {}
         if key is None:
-            options["passphrase"] = _passphrase(args, source)
+            options["passphrase"] = secret[1] if secret is not None else _passphrase(args, source)
             options.update(secrets.costs(args) if args.command == "encrypt" else secrets.limits(args))
         update, bar = _progress(args, args.input, _input_size(source))
         try:
@@ -543,7 +615,7 @@ def _run(args: argparse.Namespace) -> int:
                 raise
             raise UsageError(str(error)) from None  # parameters the derivation refuses
         finally:
-            if isinstance(key, bytearray):
+            if isinstance(key, bytearray) and secret is None:  # the key of this file alone
                 key[:] = bytes(len(key))
             if bar is not None:
                 bar.close()
