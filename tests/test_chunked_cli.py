@@ -599,6 +599,10 @@ def test_passphrase_prompts_on_the_terminal_without_echo(tmp_path: Path) -> None
     assert (tmp_path / "out").read_bytes() == b"typed at the terminal"
     status, shown = _on_a_terminal(["encrypt", "--passphrase", "-o", "x.cb3", "in"], [b"one", b"two"], tmp_path)
     assert status == 2 and b"the two passphrases differ" in shown and not (tmp_path / "x.cb3").exists(), shown
+    status, shown = _on_a_terminal(["encrypt", "--passphrase", "-o", "x.cb3", "in"], [b""], tmp_path)
+    assert status == 2 and b"empty passphrase refused" in shown and not (tmp_path / "x.cb3").exists(), shown
+    status, shown = _on_a_terminal(["decrypt", "-o", "x", "in.cb3"], [b"\x04"], tmp_path)  # Ctrl-D
+    assert status == 2 and b"no passphrase given" in shown and b"Traceback" not in shown, shown
     status, shown = _on_a_terminal(["keygen", "--passphrase", *FAST_OPTIONS, "-o", "k"], [b"kk", b"kk"], tmp_path)
     assert status == 0 and cb3.unlock_key_file(tmp_path / "k", "kk"), shown
     status, shown = _on_a_terminal(["decrypt", "--key-file", "k", "-o", "out2", "in.cb3"], [b"kk"], tmp_path)

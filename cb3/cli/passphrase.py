@@ -18,7 +18,6 @@ import argparse
 import getpass
 import os
 import stat
-import sys
 from typing import Any
 
 from cb3.errors import PassphraseLimitError
@@ -201,17 +200,16 @@ def prompt(label: str, *, confirm: bool, hint: str = "--passphrase-file, --passp
     """Asks at the controlling terminal without echo (never from stdin,
     which may be the data); twice with `confirm`."""
     try:
-        tty = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        tty = -1
-    if tty < 0 and not (sys.stdin.isatty() and sys.platform == "win32"):
-        raise PassphraseUsageError(f"no terminal to ask for the passphrase on: use {hint}")
-    if tty >= 0:
-        os.close(tty)
-    first = getpass.getpass(f"{label}: ")
-    if not first:
-        raise PassphraseUsageError("empty passphrase refused")
-    if confirm and getpass.getpass(f"{label} (again): ") != first:
-        raise PassphraseUsageError("the two passphrases differ")
+        os.close(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)))
+    except OSError:  # getpass would fall back to stdin, which may be the data
+        raise PassphraseUsageError(f"no terminal to ask for the passphrase on: use {hint}") from None
+    try:
+        first = getpass.getpass(f"{label}: ")
+        if not first:
+            raise PassphraseUsageError("empty passphrase refused")
+        if confirm and getpass.getpass(f"{label} (again): ") != first:
+            raise PassphraseUsageError("the two passphrases differ")
+    except EOFError:  # Ctrl-D at the prompt
+        raise PassphraseUsageError("no passphrase given") from None
     return first
 
