@@ -154,8 +154,9 @@ def add_parser(subparsers: Any) -> None:
             name,
             allow_abbrev=False,
             help=f"{verb} a file of any size (cb3 chunked stream format)",
-            description=f"{verb} a file or pipe in cb3's chunked stream format (docs/stream-format.md). "
-            "Exit status: 0 ok, 1 invalid or tampered stream / wrong key, 2 usage, 3 I/O error, 130 interrupted.",
+            description=f"{verb} a file or pipe in cb3's chunked stream format (docs/stream-format.md), under a key "
+            "or a passphrase (docs/passphrase-format.md). Exit status: 0 ok, 1 invalid or tampered stream / wrong "
+            "key or passphrase / a passphrase header above the limits, 2 usage, 3 I/O error, 130 interrupted.",
         )
         parser.add_argument("input", nargs="*", default=["-"],
                             help="input file, or - for stdin (default); several with --output-dir")
