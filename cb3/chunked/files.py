@@ -28,7 +28,7 @@ from .fileio import PathOrReadable, PathOrWritable
 from ..kdf import DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM, DEFAULT_TIME_COST
 from ..kdf import MAX_MEMORY_COST, MAX_PARALLELISM, MAX_TIME_COST
 from .format import CHUNKED_CHUNK_SIZE
-from .passphrase import Passphrase, check_key_or_passphrase
+from .passphrase import check_key_or_passphrase
 from .reader import DecryptingReader
 from .writer import _Sealer
 
@@ -115,7 +115,7 @@ def encrypt_file(
     src: PathOrReadable | None = None,
     dst: PathOrWritable | None = None,
     *,
-    passphrase: Passphrase | None = None,
+    passphrase: str | Buffer | None = None,
     associated_data: Buffer | None = None,
     chunk_size: int = CHUNKED_CHUNK_SIZE,
     max_threads: int = 1,
@@ -169,7 +169,7 @@ def _encrypt_file(key: Buffer | None, src: PathOrReadable, dst: PathOrWritable, 
 def _encrypt_opened(key: Buffer | None, source: fileio.Source, sink: fileio.Source, *,
                     associated_data: Buffer | None = None, chunk_size: int = CHUNKED_CHUNK_SIZE,
                     max_threads: int = 1, progress: Callable[[int], None] | None = None,
-                    nonce_prefix: bytes | None = None, passphrase: Passphrase | None = None,
+                    nonce_prefix: bytes | None = None, passphrase: str | Buffer | None = None,
                     params: tuple[int, int, int] = (DEFAULT_TIME_COST, DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM),
                     salt_and_file_key: tuple[bytes, bytes] | None = None) -> int:
     """Whole batches straight from a read buffer, one byte of lookahead
@@ -209,7 +209,7 @@ def decrypt_file(
     src: PathOrReadable | None = None,
     dst: PathOrWritable | None = None,
     *,
-    passphrase: Passphrase | None = None,
+    passphrase: str | Buffer | None = None,
     associated_data: Buffer | None = None,
     max_threads: int = 1,
     progress: Callable[[int], None] | None = None,
@@ -241,7 +241,7 @@ def decrypt_file(
 
 def _decrypt_opened(key: Buffer | None, source: fileio.Source, sink: fileio.Source,
                     associated_data: Buffer | None, max_threads: int, progress: Callable[[int], None] | None,
-                    passphrase: Passphrase | None = None,
+                    passphrase: str | Buffer | None = None,
                     limits: tuple[int, int, int] = (MAX_TIME_COST, MAX_MEMORY_COST, MAX_PARALLELISM)) -> int:
     with DecryptingReader(source, key, passphrase=passphrase, associated_data=associated_data,
                           max_threads=max_threads, max_time_cost=limits[0], max_memory_cost=limits[1],

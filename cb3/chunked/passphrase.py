@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -36,10 +36,7 @@ from ..kdf import (
 )
 from . import fileio
 
-__all__ = ["unlock_key_file", "write_key_file", "rewrap_key_file", "Passphrase"]
-
-#: A passphrase: text (NFC-normalised, then UTF-8) or bytes used as given.
-Passphrase = Union[str, bytes, bytearray, memoryview]
+__all__ = ["unlock_key_file", "write_key_file", "rewrap_key_file"]
 
 MAGIC = b"CB3PASS"
 #: The bytes before the salt: they give the whole header's size.
@@ -52,7 +49,7 @@ KEY_SIZE = 32
 MAX_HEADER_SIZE = PREFIX_SIZE + 64 + 2 * KEY_SIZE
 
 
-def passphrase_bytes(passphrase: Passphrase) -> bytearray:
+def passphrase_bytes(passphrase: str | Buffer) -> bytearray:
     """The bytes a passphrase derives from, in a buffer the caller wipes:
     text normalised to NFC and encoded as UTF-8 (the same passphrase typed
     with composed or decomposed accents gives one key), bytes as given.
@@ -63,10 +60,12 @@ def passphrase_bytes(passphrase: Passphrase) -> bytearray:
             data = bytearray(text.encode("utf-8"))
         except UnicodeEncodeError as exc:
             raise ValueError(f"passphrase is not valid text: {exc.reason} at index {exc.start}") from None
-    elif isinstance(passphrase, (bytes, bytearray, memoryview)):
-        data = bytearray(passphrase)
     else:
-        raise TypeError(f"passphrase must be str or bytes, not {type(passphrase).__name__}")
+        try:
+            with memoryview(passphrase) as view:  # any bytes-like object, as its bytes
+                data = bytearray(view)
+        except TypeError:
+            raise TypeError(f"passphrase must be str or bytes, not {type(passphrase).__name__}") from None
     if not data:
         raise ValueError("passphrase must not be empty")
     return data
@@ -79,7 +78,7 @@ def check_key_or_passphrase(function: str, key: object, passphrase: object) -> N
         raise TypeError(f"{function}() takes a key or a passphrase= (exactly one of the two), got {given}")
 
 
-def seal(passphrase: Passphrase, key: Buffer, purpose: int, time_cost: int, memory_cost: int, parallelism: int,
+def seal(passphrase: str | Buffer, key: Buffer, purpose: int, time_cost: int, memory_cost: int, parallelism: int,
          salt: bytes | None = None) -> bytes:
     """A header wrapping `key` under `passphrase` (a fresh random salt
     unless the test vectors give one)."""
@@ -91,7 +90,7 @@ def seal(passphrase: Passphrase, key: Buffer, purpose: int, time_cost: int, memo
         secret[:] = bytes(len(secret))
 
 
-def open_header(header: bytes, passphrase: Passphrase, purpose: int, limits: tuple[int, int, int]) -> bytearray:
+def open_header(header: bytes, passphrase: str | Buffer, purpose: int, limits: tuple[int, int, int]) -> bytearray:
     """The key `header` wraps; ChunkedHeaderError for a malformed header or
     one of the other purpose, PassphraseLimitError above `limits`
     (max_time_cost, max_memory_cost, max_parallelism), WrongPassphrase."""
@@ -124,7 +123,7 @@ def is_passphrase_file(start: bytes | bytearray) -> bool:
     return bytes(start[: len(MAGIC)]) == MAGIC
 
 
-def start_stream(sink: fileio.Source, passphrase: Passphrase, associated_data: Buffer | None,
+def start_stream(sink: fileio.Source, passphrase: str | Buffer, associated_data: Buffer | None,
                  params: tuple[int, int, int], fixed: tuple[bytes, bytes] | None = None) -> tuple[bytearray, bytes]:
     """Writes the header of a new encrypted file to `sink`: (the fresh file
     key, to be wiped by the caller once the stream holds it; the stream's
@@ -140,7 +139,7 @@ def start_stream(sink: fileio.Source, passphrase: Passphrase, associated_data: B
     return file_key, header + (b"" if associated_data is None else bytes(associated_data))
 
 
-def open_stream(source: fileio.Source, passphrase: Passphrase, associated_data: Buffer | None,
+def open_stream(source: fileio.Source, passphrase: str | Buffer, associated_data: Buffer | None,
                 limits: tuple[int, int, int]) -> tuple[bytearray, bytes]:
     """Reads and opens the header at the start of `source`: (the file key,
     to be wiped by the caller; the stream's associated data)."""
@@ -155,7 +154,7 @@ def open_stream(source: fileio.Source, passphrase: Passphrase, associated_data: 
 def write_key_file(
     path: str | os.PathLike[str],
     key: Buffer,
-    passphrase: Passphrase,
+    passphrase: str | Buffer,
     *,
     time_cost: int = DEFAULT_TIME_COST,
     memory_cost: int = DEFAULT_MEMORY_COST,
@@ -191,7 +190,7 @@ def write_key_file(
 
 def unlock_key_file(
     path: str | os.PathLike[str],
-    passphrase: Passphrase,
+    passphrase: str | Buffer,
     *,
     max_time_cost: int = MAX_TIME_COST,
     max_memory_cost: int = MAX_MEMORY_COST,
@@ -216,8 +215,8 @@ def unlock_key_file(
 
 def rewrap_key_file(
     path: str | os.PathLike[str],
-    passphrase: Passphrase,
-    new_passphrase: Passphrase,
+    passphrase: str | Buffer,
+    new_passphrase: str | Buffer,
     *,
     time_cost: int = DEFAULT_TIME_COST,
     memory_cost: int = DEFAULT_MEMORY_COST,

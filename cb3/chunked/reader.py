@@ -16,7 +16,7 @@ from . import fileio
 from .fileio import ReadableFile
 from ..kdf import MAX_MEMORY_COST, MAX_PARALLELISM, MAX_TIME_COST
 from .format import CHUNKED_HEADER_SIZE, TAG_SIZE, ChunkedError, ChunkedHeaderError, ChunkedTruncatedError, decode_header
-from .passphrase import Passphrase, check_key_or_passphrase, is_passphrase_file, open_stream
+from .passphrase import check_key_or_passphrase, is_passphrase_file, open_stream
 
 __all__ = ["DecryptingReader"]
 
@@ -72,7 +72,7 @@ class DecryptingReader(fileio.PlaintextFile):
         file: ReadableFile,
         key: Buffer | None = None,
         *,
-        passphrase: Passphrase | None = None,
+        passphrase: str | Buffer | None = None,
         associated_data: Buffer | None = None,
         max_threads: int = 1,
         max_time_cost: int = MAX_TIME_COST,

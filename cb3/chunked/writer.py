@@ -17,7 +17,7 @@ from . import fileio
 from .fileio import WritableFile
 from ..kdf import DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM, DEFAULT_TIME_COST
 from .format import CHUNKED_CHUNK_SIZE, PREFIX_SIZE, TAG_SIZE, encode_header
-from .passphrase import Passphrase, check_key_or_passphrase, start_stream
+from .passphrase import check_key_or_passphrase, start_stream
 
 __all__ = ["EncryptingWriter"]
 
@@ -78,7 +78,7 @@ class EncryptingWriter(fileio.PlaintextFile):
         file: WritableFile,
         key: Buffer | None = None,
         *,
-        passphrase: Passphrase | None = None,
+        passphrase: str | Buffer | None = None,
         associated_data: Buffer | None = None,
         chunk_size: int = CHUNKED_CHUNK_SIZE,
         max_threads: int = 1,
@@ -98,7 +98,7 @@ class EncryptingWriter(fileio.PlaintextFile):
         chunk_size: int,
         max_threads: int,
         nonce_prefix: bytes | None,
-        passphrase: tuple[Passphrase, tuple[int, int, int]] | None = None,
+        passphrase: tuple[str | Buffer, tuple[int, int, int]] | None = None,
         fixed: tuple[bytes, bytes] | None = None,
     ) -> None:
         """__init__, plus the internal knobs of _new_writer: a fixed nonce
@@ -304,7 +304,7 @@ def _new_writer(
     chunk_size: int = CHUNKED_CHUNK_SIZE,
     max_threads: int = 1,
     nonce_prefix: bytes | None = None,
-    passphrase: Passphrase | None = None,
+    passphrase: str | Buffer | None = None,
     params: tuple[int, int, int] = (DEFAULT_TIME_COST, DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM),
     salt_and_file_key: tuple[bytes, bytes] | None = None,
 ) -> EncryptingWriter:
@@ -339,7 +339,7 @@ class _Sealer:
         self._index = 0  # the next chunk's index
 
     @classmethod
-    def started(cls, sink: Any, key: Buffer | None, passphrase: tuple[Passphrase, tuple[int, int, int]] | None,
+    def started(cls, sink: Any, key: Buffer | None, passphrase: tuple[str | Buffer, tuple[int, int, int]] | None,
                 associated_data: Buffer | None, chunk_size: int, max_threads: int, nonce_prefix: bytes | None,
                 fixed: tuple[bytes, bytes] | None = None) -> _Sealer:
         """A sealer under `key`, or, with a `passphrase` (and its parameters),
