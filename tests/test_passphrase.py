@@ -27,6 +27,7 @@ import reference
 
 try:
     import cb3
+    import test_chunked_hardening as hardening
     from cb3 import _cb3, chunked
 except ImportError:  # running as a script to print the vectors
     cb3 = None  # type: ignore[assignment]
@@ -533,9 +534,6 @@ def test_ctrl_c_during_the_derivation_leaves_no_output(tmp_path: Path, monkeypat
 
 # ---- the chunked format's hardening, on passphrase files -------------------------------
 
-import test_chunked_hardening as hardening  # noqa: E402
-
-
 @pytest.fixture
 def passphrase_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """cb3's writer, reader and file helpers, called with a key as the
@@ -564,23 +562,25 @@ def passphrase_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.mark.usefixtures("passphrase_everywhere")
-class TestChunkedHardeningOnPassphraseFiles:
-    """The hardening tests that hold for any file in the chunked format,
-    run on passphrase files (the ones that build streams byte by byte, or
-    look at a key stream's offsets, stay in test_chunked_hardening.py)."""
+if cb3 is not None:  # the hardening module needs cb3
 
-    test_seek_past_the_end_then_back_into_the_short_final_chunk = staticmethod(
-        hardening.test_seek_past_the_end_then_back_into_the_short_final_chunk)
-    test_an_exception_in_the_producer_never_seals_the_stream = staticmethod(
-        hardening.test_an_exception_in_the_producer_never_seals_the_stream)
-    test_a_wrapper_dropped_unclosed_never_seals = staticmethod(hardening.test_a_wrapper_dropped_unclosed_never_seals)
-    test_a_wrapper_collected_after_a_crash_never_seals = staticmethod(
-        hardening.test_a_wrapper_collected_after_a_crash_never_seals)
-    test_wrappers_with_and_plain_close_still_seal = staticmethod(hardening.test_wrappers_with_and_plain_close_still_seal)
-    test_same_file_is_refused = staticmethod(hardening.test_same_file_is_refused)
-    test_writer_releases_the_callers_buffer = staticmethod(hardening.test_writer_releases_the_callers_buffer)
-    test_reader_releases_the_callers_buffer = staticmethod(hardening.test_reader_releases_the_callers_buffer)
+    @pytest.mark.usefixtures("passphrase_everywhere")
+    class TestChunkedHardeningOnPassphraseFiles:
+        """The hardening tests that hold for any file in the chunked format,
+        run on passphrase files (the ones that build streams byte by byte, or
+        look at a key stream's offsets, stay in test_chunked_hardening.py)."""
+
+        test_seek_past_the_end_then_back_into_the_short_final_chunk = staticmethod(
+            hardening.test_seek_past_the_end_then_back_into_the_short_final_chunk)
+        test_an_exception_in_the_producer_never_seals_the_stream = staticmethod(
+            hardening.test_an_exception_in_the_producer_never_seals_the_stream)
+        test_a_wrapper_dropped_unclosed_never_seals = staticmethod(hardening.test_a_wrapper_dropped_unclosed_never_seals)
+        test_a_wrapper_collected_after_a_crash_never_seals = staticmethod(
+            hardening.test_a_wrapper_collected_after_a_crash_never_seals)
+        test_wrappers_with_and_plain_close_still_seal = staticmethod(hardening.test_wrappers_with_and_plain_close_still_seal)
+        test_same_file_is_refused = staticmethod(hardening.test_same_file_is_refused)
+        test_writer_releases_the_callers_buffer = staticmethod(hardening.test_writer_releases_the_callers_buffer)
+        test_reader_releases_the_callers_buffer = staticmethod(hardening.test_reader_releases_the_callers_buffer)
 
 
 def test_the_hardening_tests_ran_on_passphrase_files(passphrase_everywhere: None) -> None:
