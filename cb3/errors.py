@@ -1,5 +1,10 @@
 """cb3's exception classes. The extension raises these (see cext/errors.c)."""
 
+from __future__ import annotations
+
+import re
+from typing import Any
+
 __all__ = ["DecryptionError", "InvalidTag", "KeystreamExhaustedError"]
 
 
@@ -55,3 +60,48 @@ class ChunkedHeaderError(ChunkedError):
 
 
 __all__ += ["ChunkedError", "ChunkedTruncatedError", "ChunkedHeaderError"]
+
+
+class WrongPassphrase(DecryptionError):
+    """A passphrase header did not open: the passphrase is wrong, or a byte of
+    the header (its parameters, salt, wrapped key or tag) was changed. The two
+    are indistinguishable by design (the header is the wrap's associated
+    data). Nothing was decrypted or written."""
+
+    def __init__(self, message: str = "wrong passphrase, or a modified header") -> None:
+        super().__init__(message)
+
+
+class PassphraseLimitError(ValueError):
+    """A passphrase header asks for more than the reader's limits allow: more
+    passes (``time_cost``), memory (``memory_cost``, KiB) or lanes
+    (``parallelism``). Refused before anything is allocated. ``parameter``,
+    ``value`` and ``limit`` say which; the message names the keyword that
+    raises the limit (``max_time_cost=``, ``max_memory_cost=``,
+    ``max_parallelism=``) for a file you trust.
+
+    The extension raises it with its message (cext/errors.c); the three
+    attributes are read back from it. ``PassphraseLimitError(parameter,
+    value, limit)`` makes the same message."""
+
+    parameter: str | None
+    value: int | None
+    limit: int | None
+
+    _MESSAGE = re.compile(r"asks for (?P<parameter>\w+)=(?P<value>\d+)(?: KiB)?, above this reader's limit of "
+                          r"(?P<limit>\d+)")
+
+    def __init__(self, *args: Any) -> None:
+        if len(args) == 3:
+            parameter, value, limit = args
+            unit = " KiB" if parameter == "memory_cost" else ""
+            args = (f"the passphrase header asks for {parameter}={value}{unit}, above this reader's limit of "
+                    f"{limit}{unit}; pass max_{parameter}={value} (or more) to allow it",)
+        super().__init__(*args)
+        found = self._MESSAGE.search(str(args[0])) if args else None
+        self.parameter = found["parameter"] if found else None
+        self.value = int(found["value"]) if found else None
+        self.limit = int(found["limit"]) if found else None
+
+
+__all__ += ["WrongPassphrase", "PassphraseLimitError"]

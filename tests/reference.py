@@ -1,8 +1,8 @@
 """An independent pure-Python ChaCha20-BLAKE3, for cross-checking cb3.
 
-Built only on PyPI ``blake3`` and pyca/``cryptography``, following the
-construction as written in the chacha20-blake3 crate (see
-/work/shared/notes/chacha20-blake3.md, section 2):
+Built only on PyPI ``blake3`` and pyca/``cryptography`` (and argon2-cffi for
+the passphrase format), following the construction as written in the
+chacha20-blake3 crate (see /work/shared/notes/chacha20-blake3.md, section 2):
 
     kdf       = BLAKE3-keyed(key, nonce24), first 72 XOF bytes
     enc_key   = kdf[0:32], auth_key = kdf[32:64], enc_nonce = kdf[64:72]
@@ -197,3 +197,75 @@ def stream_decrypt(key: bytes, data: bytes, aad: bytes | None = None) -> bytes:
             raise ReferenceDecryptionError("empty final chunk after chunk 0")
         out.append(decrypt(key, stream_chunk_nonce(prefix, index, last), chunk, chunk_aad))
     return b"".join(out)
+
+
+# ---- the passphrase format (docs/passphrase-format.md), written from the
+# document alone with argon2-cffi's Argon2id: a header that carries the KDF's
+# parameters, a salt and the file key sealed under the passphrase-derived key
+# (nonce of 24 zero bytes, associated data = the header up to the wrapped
+# key); an encrypted file is that header followed by a chunked stream under
+# the file key whose associated data starts with the whole header.
+
+PASS_MAGIC = b"CB3PASS"
+PASS_VERSION = 1
+PASS_PURPOSE_FILE = 1
+PASS_PURPOSE_KEY_FILE = 2
+PASS_KDF_ARGON2ID = 1
+PASS_PREFIX_SIZE = 20
+
+
+def argon2id(passphrase: bytes, salt: bytes, time_cost: int, memory_cost: int, parallelism: int,
+             hash_len: int = 32) -> bytes:
+    """Argon2id, version 0x13, no secret and no associated data (argon2-cffi)."""
+    from argon2.low_level import ARGON2_VERSION, Type, hash_secret_raw
+
+    assert ARGON2_VERSION == 0x13
+    return hash_secret_raw(bytes(passphrase), bytes(salt), time_cost, memory_cost, parallelism, hash_len, Type.ID)
+
+
+def passphrase_header(passphrase: bytes, key: bytes, *, purpose: int, salt: bytes, time_cost: int,
+                      memory_cost: int, parallelism: int) -> bytes:
+    """magic || version || purpose || kdf || be32 t || be32 m || p || salt_len || salt || wrapped key || tag."""
+    if len(key) != KEY_SIZE or not 16 <= len(salt) <= 64:
+        raise ValueError("bad key or salt length")
+    prefix = (PASS_MAGIC + bytes([PASS_VERSION, purpose, PASS_KDF_ARGON2ID]) + time_cost.to_bytes(4, "big")
+              + memory_cost.to_bytes(4, "big") + bytes([parallelism, len(salt)]) + bytes(salt))
+    wrap_key = argon2id(passphrase, salt, time_cost, memory_cost, parallelism)
+    return prefix + encrypt(wrap_key, bytes(NONCE_SIZE), key, prefix)
+
+
+def passphrase_open(header: bytes, passphrase: bytes, *, purpose: int) -> bytes:
+    """The key a header wraps; ReferenceDecryptionError if it does not open."""
+    header = bytes(header)
+    if len(header) < PASS_PREFIX_SIZE or header[:7] != PASS_MAGIC or header[7] != PASS_VERSION:
+        raise ReferenceDecryptionError("bad passphrase header")
+    if header[8] != purpose or header[9] != PASS_KDF_ARGON2ID:
+        raise ReferenceDecryptionError("other purpose or kdf")
+    t, m = int.from_bytes(header[10:14], "big"), int.from_bytes(header[14:18], "big")
+    p, salt_len = header[18], header[19]
+    if not 16 <= salt_len <= 64 or len(header) != 84 + salt_len:
+        raise ReferenceDecryptionError("bad salt length or header size")
+    prefix = header[: PASS_PREFIX_SIZE + salt_len]
+    salt = prefix[PASS_PREFIX_SIZE:]
+    wrap_key = argon2id(passphrase, salt, t, m, p)
+    return decrypt(wrap_key, bytes(NONCE_SIZE), header[len(prefix) :], prefix)
+
+
+def passphrase_encrypt(passphrase: bytes, plaintext: bytes, *, file_key: bytes, salt: bytes, nonce_prefix: bytes,
+                       time_cost: int, memory_cost: int, parallelism: int, chunk_size: int = 65536,
+                       aad: bytes | None = None) -> bytes:
+    header = passphrase_header(passphrase, file_key, purpose=PASS_PURPOSE_FILE, salt=salt, time_cost=time_cost,
+                               memory_cost=memory_cost, parallelism=parallelism)
+    stream_aad = header + (b"" if aad is None else bytes(aad))
+    return header + stream_encrypt(file_key, plaintext, nonce_prefix=nonce_prefix, chunk_size=chunk_size,
+                                   aad=stream_aad)
+
+
+def passphrase_decrypt(passphrase: bytes, data: bytes, aad: bytes | None = None) -> bytes:
+    data = bytes(data)
+    if len(data) < PASS_PREFIX_SIZE:
+        raise ReferenceDecryptionError("no passphrase header")
+    size = 84 + data[19]
+    header = data[:size]
+    file_key = passphrase_open(header, passphrase, purpose=PASS_PURPOSE_FILE)
+    return stream_decrypt(file_key, data[size:], header + (b"" if aad is None else bytes(aad)))

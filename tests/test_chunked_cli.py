@@ -117,7 +117,7 @@ def test_usage_errors(tmp_path: Path, key_file: str) -> None:
         (["--key-file", str(short)], b"must hold a 32-byte key"),
         (["--key-file", str(tmp_path / "missing")], b"cannot read key file"),
         (["--key-env", "CB3_NOT_SET_ANYWHERE"], b"is not set"),
-        ([], b"one of the arguments --key-file --key-env is required"),
+        ([], b"a key (--key-file, --key-env) or a passphrase (--passphrase, --passphrase-file"),
         (["--key", KEY.hex()], b"never read from the command line"),
         (["--key-file", key_file, "--key=" + KEY.hex()], b"never read from the command line"),
         (["--key-file", key_file, "--threads", "0"], b"positive number"),
@@ -413,3 +413,249 @@ def test_associated_data_not_utf8_is_a_usage_error(tmp_path: Path, key_file: str
     r = subprocess.run(argv, capture_output=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert b"--associated-data must be valid UTF-8" in r.stderr and b"Traceback" not in r.stderr
+
+
+# ---- passphrases (cb3/cli/passphrase.py, docs/passphrase-format.md) ---------------------
+
+#: The cheapest valid derivation, as options.
+FAST_OPTIONS = ["--passes", "1", "--memory", "64", "--lanes", "1"]
+
+
+def test_passphrase_round_trip_from_each_scripted_source(tmp_path: Path) -> None:
+    src, enc = tmp_path / "in", tmp_path / "in.cb3"
+    data = os.urandom(200_000)
+    src.write_bytes(data)
+    r = cb3_cli("encrypt", "--passphrase-env", "CB3_TEST_PASS", *FAST_OPTIONS, "-o", str(enc), str(src),
+                env={"CB3_TEST_PASS": "tr\u00e8s secret"})
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    assert enc.read_bytes()[:9] == b"CB3PASS\x01\x01"
+    assert cb3.DecryptingReader(io.BytesIO(enc.read_bytes()), passphrase="tr\u00e8s secret").read() == data
+    pw = tmp_path / "pw"
+    for i, content in enumerate(["tr\u00e8s secret\n".encode(), "tr\u00e8s secret\r\n".encode(),
+                                 "tr\u00e8s secret".encode(), "tre\u0300s secret\n".encode()]):  # NFD too
+        pw.write_bytes(content)
+        out = tmp_path / f"out{i}"
+        r = cb3_cli("decrypt", "--passphrase-file", str(pw), "-o", str(out), str(enc))
+        assert r.returncode == 0 and out.read_bytes() == data, (content, r.stderr)
+    read_end, write_end = os.pipe()
+    os.write(write_end, "tr\u00e8s secret\n".encode())
+    os.close(write_end)
+    try:
+        r = subprocess.run([sys.executable, "-P", "-m", "cb3", "decrypt", "--passphrase-fd", str(read_end),
+                            str(enc)], capture_output=True, pass_fds=(read_end,), timeout=600)
+    finally:
+        os.close(read_end)
+    assert r.returncode == 0 and r.stdout == data, r.stderr
+    pw.write_bytes(b"tr\xc3\xa8s secret\n\n")  # only one newline is removed
+    r = cb3_cli("decrypt", "--passphrase-file", str(pw), "-o", str(tmp_path / "two"), str(enc))
+    assert r.returncode == 1 and b"wrong passphrase, or a modified header" in r.stderr
+    assert not (tmp_path / "two").exists()
+
+
+def test_passphrase_sources_that_are_refused(tmp_path: Path, key_file: str) -> None:
+    src, enc = tmp_path / "in", tmp_path / "in.cb3"
+    src.write_bytes(b"data")
+    cb3.encrypt_file(src=src, dst=enc, passphrase="pw", time_cost=1, memory_cost=64, parallelism=1)
+    empty, newline, latin1 = tmp_path / "empty", tmp_path / "newline", tmp_path / "latin1"
+    empty.write_bytes(b"")
+    newline.write_bytes(b"\n")
+    latin1.write_bytes(b"caf\xe9\n")
+    for args, message in [
+        (["--passphrase-file", str(empty)], b"is empty"),
+        (["--passphrase-file", str(newline)], b"is empty"),
+        (["--passphrase-file", str(latin1)], b"is not UTF-8 text"),
+        (["--passphrase-file", str(tmp_path)], b"Is a directory"),
+        (["--passphrase-file", str(tmp_path / "missing")], b"cannot read --passphrase-file"),
+        (["--passphrase-env", "CB3_NOT_SET_ANYWHERE"], b"is not set"),
+        (["--passphrase-fd", "97"], b"cannot read --passphrase-fd 97"),
+        (["--passphrase-fd", "0"], b"stdin, which is the input"),
+        (["--passphrase"], b"no terminal to ask for the passphrase"),
+        (["--passphrase", "secret"], b"unrecognized arguments"),
+        (["--key-env", "X", "--passphrase-env", "Y"], b"exclude each other"),
+        (["--key-file", key_file, "--passphrase-env", "Y"], b"is not passphrase-protected"),
+    ]:
+        for command, target in (("encrypt", src), ("decrypt", enc)):
+            if args == ["--passphrase-fd", "0"]:
+                target = Path("-")
+            r = subprocess.run([sys.executable, "-P", "-m", "cb3", command, *args, "-o", str(tmp_path / "o"),
+                                str(target)], capture_output=True, stdin=subprocess.DEVNULL, start_new_session=True,
+                               env={**os.environ, "X": KEY.hex()}, timeout=600)
+            assert r.returncode == 2, (command, args, r.stderr)
+            assert message in r.stderr and b"Traceback" not in r.stderr, (command, args, r.stderr)
+            assert not (tmp_path / "o").exists()
+    for command, target, message in [("encrypt", src, b"a key (--key-file, --key-env) or a passphrase"),
+                                     ("decrypt", enc, b"no terminal to ask for the passphrase")]:
+        r = subprocess.run([sys.executable, "-P", "-m", "cb3", command, "-o", str(tmp_path / "o"), str(target)],
+                           capture_output=True, stdin=subprocess.DEVNULL, start_new_session=True, timeout=600)
+        assert r.returncode == 2 and message in r.stderr, (command, r.stderr)
+    r = cb3_cli("encrypt", "--passphrase-env", "P", "--memory", "31", "--lanes", "4", "-o", str(tmp_path / "o"),
+                str(src), env={"P": "pw"})
+    assert r.returncode == 2 and b"memory_cost" in r.stderr and not (tmp_path / "o").exists(), r.stderr
+    r = cb3_cli("decrypt", "--key-file", key_file, "-o", str(tmp_path / "o"), str(enc))
+    assert r.returncode == 1 and b"passphrase-protected file" in r.stderr
+    key_stream = tmp_path / "key.cb3"
+    cb3.encrypt_file(KEY, src, key_stream)
+    r = cb3_cli("decrypt", "--passphrase-env", "P", "-o", str(tmp_path / "o"), str(key_stream), env={"P": "pw"})
+    assert r.returncode == 2 and b"a stream under a key" in r.stderr
+
+
+def test_passphrase_limits_name_the_option_that_raises_them(tmp_path: Path) -> None:
+    src, enc = tmp_path / "in", tmp_path / "in.cb3"
+    src.write_bytes(b"data")
+    r = cb3_cli("encrypt", "--passphrase-env", "P", "--passes", "2", "--memory", "256", "--lanes", "2",
+                "-o", str(enc), str(src), env={"P": "pw"})
+    assert r.returncode == 0, r.stderr
+    for option, value in [("--max-passes", "2"), ("--max-memory", "256"), ("--max-lanes", "2")]:
+        low = str(int(value) - 1)
+        r = cb3_cli("decrypt", "--passphrase-env", "P", option, low, "-o", str(tmp_path / "o"), str(enc),
+                    env={"P": "pw"})
+        assert r.returncode == 1 and f"{option} {value} to allow it".encode() in r.stderr, r.stderr
+        assert not (tmp_path / "o").exists()
+    r = cb3_cli("decrypt", "--passphrase-env", "P", "--max-memory", "256K", "--max-passes", "2", "-o",
+                str(tmp_path / "o"), str(enc), env={"P": "pw"})
+    assert r.returncode == 0 and (tmp_path / "o").read_bytes() == b"data", r.stderr
+    claims = tmp_path / "claims-4-tib"
+    claims.write_bytes(b"CB3PASS\x01\x01\x01" + bytes([255] * 8) + bytes([255, 16]) + bytes(80))
+    started = time.monotonic()
+    r = cb3_cli("decrypt", "--passphrase-env", "P", "-o", str(tmp_path / "p"), str(claims), env={"P": "pw"})
+    assert r.returncode == 1 and b"--max-" in r.stderr and not (tmp_path / "p").exists(), r.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_passphrase_key_file_unlocked_once_serves_the_file_and_passwd_rewraps(tmp_path: Path) -> None:
+    key_file, pw, new = tmp_path / "backup.key", tmp_path / "pw", tmp_path / "new"
+    pw.write_text("old passphrase\n")
+    new.write_text("new passphrase\n")
+    r = cb3_cli("keygen", "--passphrase-file", str(pw), *FAST_OPTIONS, "-o", str(key_file))
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and key_file.read_bytes()[:9] == b"CB3PASS\x01\x02"
+    key = cb3.unlock_key_file(key_file, "old passphrase")
+    r = cb3_cli("keygen", "--passphrase-file", str(pw), "-o", str(key_file))
+    assert r.returncode == 2 and b"exists" in r.stderr and cb3.unlock_key_file(key_file, "old passphrase") == key
+    data = os.urandom(5000)
+    (tmp_path / "in").write_bytes(data)
+    enc = tmp_path / "in.cb3"
+    r = cb3_cli("encrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), "-o", str(enc),
+                str(tmp_path / "in"))
+    assert r.returncode == 0 and enc.read_bytes()[:7] == b"CB3STRM", r.stderr  # a stream under the key
+    assert cb3.DecryptingReader(io.BytesIO(enc.read_bytes()), key).read() == data
+    r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-file", str(new), "-o", str(tmp_path / "x"),
+                str(enc))
+    assert r.returncode == 1 and b"wrong passphrase, or a modified key file" in r.stderr
+    before = key_file.read_bytes()
+    r = cb3_cli("passwd", str(key_file), "--passphrase-file", str(new), "--new-passphrase-file", str(pw))
+    assert r.returncode == 1 and key_file.read_bytes() == before, r.stderr
+    r = cb3_cli("passwd", str(key_file), "--passphrase-file", str(pw), "--new-passphrase-file", str(new),
+                *FAST_OPTIONS)
+    assert r.returncode == 0 and key_file.read_bytes() != before, r.stderr
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-env", "P", "-o", str(tmp_path / "out"),
+                str(enc), env={"P": "new passphrase"})
+    assert r.returncode == 0 and (tmp_path / "out").read_bytes() == data, r.stderr
+    assert cb3.unlock_key_file(key_file, "new passphrase") == key
+    r = cb3_cli("passwd", str(tmp_path / "in"), "--passphrase-file", str(pw), "--new-passphrase-file", str(new))
+    assert r.returncode == 1 and b"not a cb3 passphrase-protected key file" in r.stderr
+
+
+def _on_a_terminal(args: list[str], answers: list[bytes], cwd: Path) -> tuple[int, bytes]:
+    """Runs `python -m cb3 ARGS` with a pseudo-terminal as its controlling
+    terminal, typing each answer after a prompt; (exit status, what the
+    terminal showed)."""
+    import pty
+
+    pid, master = pty.fork()
+    if pid == 0:  # the child: its controlling terminal is the pty
+        os.chdir(cwd)
+        os.execv(sys.executable, [sys.executable, "-P", "-m", "cb3", *args])
+    shown = b""
+    pending = list(answers)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            piece = os.read(master, 1024)
+        except OSError:  # the child closed the terminal (EIO on Linux)
+            break
+        if not piece:
+            break
+        shown += piece
+        if pending and shown.count(b": ") > len(answers) - len(pending) and shown.rstrip().endswith(b":"):
+            os.write(master, pending.pop(0) + b"\n")
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    return os.waitstatus_to_exitcode(status), shown
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_passphrase_prompts_on_the_terminal_without_echo(tmp_path: Path) -> None:
+    (tmp_path / "in").write_bytes(b"typed at the terminal")
+    status, shown = _on_a_terminal(["encrypt", "--passphrase", *FAST_OPTIONS, "-o", "in.cb3", "in"],
+                                   [b"hunter2 hunter2", b"hunter2 hunter2"], tmp_path)
+    assert status == 0, shown
+    assert shown.count(b"Passphrase") == 2 and b"hunter2" not in shown, shown  # asked twice, never echoed
+    assert cb3.DecryptingReader(io.BytesIO((tmp_path / "in.cb3").read_bytes()),
+                                passphrase="hunter2 hunter2").read() == b"typed at the terminal"
+    status, shown = _on_a_terminal(["decrypt", "-o", "out", "in.cb3"], [b"hunter2 hunter2"], tmp_path)
+    assert status == 0 and shown.count(b"Passphrase") == 1 and b"hunter2" not in shown, shown
+    assert (tmp_path / "out").read_bytes() == b"typed at the terminal"
+    status, shown = _on_a_terminal(["encrypt", "--passphrase", "-o", "x.cb3", "in"], [b"one", b"two"], tmp_path)
+    assert status == 2 and b"the two passphrases differ" in shown and not (tmp_path / "x.cb3").exists(), shown
+    status, shown = _on_a_terminal(["encrypt", "--passphrase", "-o", "x.cb3", "in"], [b""], tmp_path)
+    assert status == 2 and b"empty passphrase refused" in shown and not (tmp_path / "x.cb3").exists(), shown
+    status, shown = _on_a_terminal(["decrypt", "-o", "x", "in.cb3"], [b"\x04"], tmp_path)  # Ctrl-D
+    assert status == 2 and b"no passphrase given" in shown and b"Traceback" not in shown, shown
+    status, shown = _on_a_terminal(["keygen", "--passphrase", *FAST_OPTIONS, "-o", "k"], [b"kk", b"kk"], tmp_path)
+    assert status == 0 and cb3.unlock_key_file(tmp_path / "k", "kk"), shown
+    status, shown = _on_a_terminal(["decrypt", "--key-file", "k", "-o", "out2", "in.cb3"], [b"kk"], tmp_path)
+    assert status == 1 and shown.count(b"Passphrase for k") == 1, shown  # the key file's; in.cb3 is no key stream
+
+
+def test_ctrl_c_during_the_derivation_leaves_no_output(tmp_path: Path) -> None:
+    (tmp_path / "in").write_bytes(b"data")
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "cb3", "encrypt", "--passphrase-env", "P", "--passes", "10",
+                             "--memory", "256M", "--lanes", "1", "-o", "out", "in"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, env={**os.environ, "P": "pw"}, preexec_fn=signals_at_default)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not [p for p in tmp_path.iterdir() if p.name.startswith(".cb3-")]:
+        time.sleep(0.01)  # the temporary output exists: the derivation is under way
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_one_key_file_derivation_serves_many_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--output-dir: a passphrase-protected key file is unlocked once (one
+    derivation, its passphrase read once) for every input."""
+    key_file, pw = tmp_path / "backup.key", tmp_path / "pw"
+    pw.write_text("pass\n")
+    cb3.write_key_file(key_file, KEY, "pass", time_cost=1, memory_cost=64, parallelism=1)
+    sources = tmp_path / "src"
+    sources.mkdir()
+    files = {f"f{i}": os.urandom(1000 * i) for i in range(12)}
+    for name, data in files.items():
+        (sources / name).write_bytes(data)
+    from cb3 import _cb3
+
+    opened: list[int] = []
+    real_open = _cb3.passphrase_open
+    monkeypatch.setattr(_cb3, "passphrase_open", lambda *args: opened.append(1) or real_open(*args))
+    enc, dec = tmp_path / "enc", tmp_path / "dec"
+    enc.mkdir()
+    dec.mkdir()
+    with open(pw, "rb") as f:  # a descriptor gives the passphrase once: a second read would find it empty
+        status = cli_files.main(["encrypt", "--key-file", str(key_file), "--passphrase-fd", str(f.fileno()),
+                                 "-O", str(enc), *sorted(str(p) for p in sources.iterdir())])
+    assert status == 0 and len(opened) == 1
+    assert sorted(p.name for p in enc.iterdir()) == sorted(f"{name}.cb3" for name in files)
+    assert all((enc / f"{name}.cb3").read_bytes()[:7] == b"CB3STRM" for name in files)
+    status = cli_files.main(["decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), "-O", str(dec),
+                             *sorted(str(p) for p in enc.iterdir())])
+    assert status == 0 and len(opened) == 2
+    assert {p.name: p.read_bytes() for p in dec.iterdir()} == files
+    r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), str(sources / "f1"),
+                str(sources / "f2"))
+    assert r.returncode == 2 and b"several inputs need --output-dir" in r.stderr
+    r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), "-O", str(dec),
+                str(sources / "f1"))
+    assert r.returncode == 2 and b"does not end in .cb3" in r.stderr

@@ -19,7 +19,7 @@ from cb3.cli import COMMANDS, build_parser, main
 # The subprocesses must import the cb3 under test (see test_b3sum.py).
 CB3_PARENT = str(Path(cb3.__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": CB3_PARENT}
-SUBCOMMANDS = ["selftest", "speed", "b3sum", "encrypt", "decrypt", "keygen", "config"]
+SUBCOMMANDS = ["selftest", "speed", "b3sum", "encrypt", "decrypt", "keygen", "passwd", "config"]
 
 
 def python_m_cb3(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,8 @@ their own meanwhile).
 The package, by layer: format.py (constants, header codec, exceptions),
 writer.py (EncryptingWriter, and the sealing side it shares with
 encrypt_file), reader.py (DecryptingReader), files.py (encrypt_file,
-decrypt_file) and fileio.py (the I/O they share).
+decrypt_file), passphrase.py (files and key files under a passphrase:
+docs/passphrase-format.md) and fileio.py (the I/O they share).
 """
 
 from .fileio import PathOrReadable, PathOrWritable, ReadableFile, WritableFile
@@ -40,8 +41,10 @@ from .format import (
     decode_header,
     encode_header,
 )
+from .passphrase import rewrap_key_file, unlock_key_file, write_key_file
 from .reader import DecryptingReader
 from .writer import EncryptingWriter
+from ..errors import PassphraseLimitError, WrongPassphrase
 
 # The public classes are cb3.chunked's, as before the package was split: in
 # their reprs and in the API docs' cross-references (annotations).
@@ -65,4 +68,9 @@ __all__ = [
     "ChunkedError",
     "ChunkedTruncatedError",
     "ChunkedHeaderError",
+    "WrongPassphrase",
+    "PassphraseLimitError",
+    "write_key_file",
+    "unlock_key_file",
+    "rewrap_key_file",
 ]

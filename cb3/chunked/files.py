@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 from .. import _cb3
 from . import fileio
 from .fileio import PathOrReadable, PathOrWritable
+from ..kdf import DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM, DEFAULT_TIME_COST
+from ..kdf import MAX_MEMORY_COST, MAX_PARALLELISM, MAX_TIME_COST
 from .format import CHUNKED_CHUNK_SIZE
+from .passphrase import check_key_or_passphrase
 from .reader import DecryptingReader
 from .writer import _Sealer
 
@@ -108,14 +111,18 @@ def _opened(target: Any, mode: str) -> Iterator[Any]:
 
 
 def encrypt_file(
-    key: Buffer,
-    src: PathOrReadable,
-    dst: PathOrWritable,
+    key: Buffer | None = None,
+    src: PathOrReadable | None = None,
+    dst: PathOrWritable | None = None,
     *,
+    passphrase: str | Buffer | None = None,
     associated_data: Buffer | None = None,
     chunk_size: int = CHUNKED_CHUNK_SIZE,
     max_threads: int = 1,
     progress: Callable[[int], None] | None = None,
+    time_cost: int = DEFAULT_TIME_COST,
+    memory_cost: int = DEFAULT_MEMORY_COST,
+    parallelism: int = DEFAULT_PARALLELISM,
 ) -> int:
     """Encrypts ``src`` into ``dst`` in cb3's chunked format; returns the
     plaintext bytes encrypted. Each is a path or a binary file object (read
@@ -123,29 +130,53 @@ def encrypt_file(
     written to a temporary file in its directory and renamed over it only
     when complete. ``progress(done)`` is called after each batch.
 
+    Under a ``key``, or a ``passphrase`` instead (``encrypt_file(src=...,
+    dst=..., passphrase=...)``: exactly one of the two): the output is then a
+    passphrase file (docs/passphrase-format.md), its fresh file key wrapped
+    under Argon2id with ``time_cost``, ``memory_cost`` (KiB) and
+    ``parallelism`` (fixed defaults; pass larger ones for a stronger
+    derivation). A ``str`` passphrase is normalised to NFC and encoded as
+    UTF-8; ``bytes`` are used as given.
+
     ``max_threads`` (a positive int or ``cb3.AUTO``) seals each batch on that
     many threads, and writes on a thread of its own meanwhile; the bytes are
     the same. ``src`` and ``dst`` must not be the same file (ValueError)."""
-    return _encrypt_file(key, src, dst, associated_data=associated_data, chunk_size=chunk_size,
-                         max_threads=max_threads, progress=progress)
+    check_key_or_passphrase("encrypt_file", key, passphrase)
+    return _encrypt_file(key, _given("encrypt_file", src=src), _given("encrypt_file", dst=dst),
+                         passphrase=passphrase, params=(time_cost, memory_cost, parallelism),
+                         associated_data=associated_data, chunk_size=chunk_size, max_threads=max_threads,
+                         progress=progress)
 
 
-def _encrypt_file(key: Buffer, src: PathOrReadable, dst: PathOrWritable, *, nonce_prefix: bytes | None = None,
-                  **options: Any) -> int:
-    """encrypt_file (its keyword `options`), and a fixed nonce prefix for
-    test vectors (never for data: two streams under one key and prefix share
-    every nonce)."""
+def _given(function: str, **argument: Any) -> Any:
+    """The one argument given, or TypeError naming it (src and dst have
+    defaults only so that a passphrase call can leave out the key)."""
+    (name, value), = argument.items()
+    if value is None:
+        raise TypeError(f"{function}() missing the argument {name!r}")
+    return value
+
+
+def _encrypt_file(key: Buffer | None, src: PathOrReadable, dst: PathOrWritable, *,
+                  nonce_prefix: bytes | None = None, **options: Any) -> int:
+    """encrypt_file (its keyword `options`), and a fixed nonce prefix (and,
+    for a passphrase, `salt_and_file_key`) for test vectors (never for data:
+    two streams under one key and prefix share every nonce)."""
     with _opened_pair(src, dst) as (source, sink):
         return _encrypt_opened(key, source, sink, nonce_prefix=nonce_prefix, **options)
 
 
-def _encrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, *, associated_data: Buffer | None = None,
-                    chunk_size: int = CHUNKED_CHUNK_SIZE, max_threads: int = 1,
-                    progress: Callable[[int], None] | None = None, nonce_prefix: bytes | None = None) -> int:
+def _encrypt_opened(key: Buffer | None, source: fileio.Source, sink: fileio.Source, *,
+                    associated_data: Buffer | None = None, chunk_size: int = CHUNKED_CHUNK_SIZE,
+                    max_threads: int = 1, progress: Callable[[int], None] | None = None,
+                    nonce_prefix: bytes | None = None, passphrase: str | Buffer | None = None,
+                    params: tuple[int, int, int] = (DEFAULT_TIME_COST, DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM),
+                    salt_and_file_key: tuple[bytes, bytes] | None = None) -> int:
     """Whole batches straight from a read buffer, one byte of lookahead
     telling whether more follows (the final chunk is sealed last). On
     failure the sink holds a stream without its final chunk."""
-    sealer = _Sealer(key, associated_data, chunk_size, max_threads, nonce_prefix)
+    sealer = _Sealer.started(sink, key, None if passphrase is None else (passphrase, params), associated_data,
+                             chunk_size, max_threads, nonce_prefix, salt_and_file_key)
     capacity = sealer.batch_size
     buf = bytearray(capacity + 1)
     view = memoryview(buf)
@@ -174,13 +205,17 @@ def _encrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, *, 
 
 
 def decrypt_file(
-    key: Buffer,
-    src: PathOrReadable,
-    dst: PathOrWritable,
+    key: Buffer | None = None,
+    src: PathOrReadable | None = None,
+    dst: PathOrWritable | None = None,
     *,
+    passphrase: str | Buffer | None = None,
     associated_data: Buffer | None = None,
     max_threads: int = 1,
     progress: Callable[[int], None] | None = None,
+    max_time_cost: int = MAX_TIME_COST,
+    max_memory_cost: int = MAX_MEMORY_COST,
+    max_parallelism: int = MAX_PARALLELISM,
 ) -> int:
     """Decrypts the cb3 stream in ``src`` into ``dst``; returns the plaintext
     bytes. Each is a path or a binary file object. A ``dst`` path is written
@@ -190,14 +225,27 @@ def decrypt_file(
     verified, so on error it holds the verified part of the stream.
     ``max_threads`` (a positive int or ``cb3.AUTO``) opens each batch on
     that many threads, and writes on a thread of its own meanwhile.
-    ``src`` and ``dst`` must not be the same file (ValueError)."""
+    ``src`` and ``dst`` must not be the same file (ValueError).
+
+    A passphrase file (``decrypt_file(src=..., dst=..., passphrase=...)``)
+    is read as DecryptingReader reads it: WrongPassphrase for a wrong
+    passphrase or a modified header, PassphraseLimitError for parameters
+    above ``max_time_cost``, ``max_memory_cost`` (KiB) or
+    ``max_parallelism``; in both cases nothing is written."""
+    check_key_or_passphrase("decrypt_file", key, passphrase)
+    src, dst = _given("decrypt_file", src=src), _given("decrypt_file", dst=dst)
     with _opened_pair(src, dst) as (source, sink):
-        return _decrypt_opened(key, source, sink, associated_data, max_threads, progress)
+        return _decrypt_opened(key, source, sink, associated_data, max_threads, progress, passphrase,
+                               (max_time_cost, max_memory_cost, max_parallelism))
 
 
-def _decrypt_opened(key: Buffer, source: fileio.Source, sink: fileio.Source, associated_data: Buffer | None,
-                    max_threads: int, progress: Callable[[int], None] | None) -> int:
-    with DecryptingReader(source, key, associated_data=associated_data, max_threads=max_threads) as reader, \
+def _decrypt_opened(key: Buffer | None, source: fileio.Source, sink: fileio.Source,
+                    associated_data: Buffer | None, max_threads: int, progress: Callable[[int], None] | None,
+                    passphrase: str | Buffer | None = None,
+                    limits: tuple[int, int, int] = (MAX_TIME_COST, MAX_MEMORY_COST, MAX_PARALLELISM)) -> int:
+    with DecryptingReader(source, key, passphrase=passphrase, associated_data=associated_data,
+                          max_threads=max_threads, max_time_cost=limits[0], max_memory_cost=limits[1],
+                          max_parallelism=limits[2]) as reader, \
             fileio.BatchOutput(sink, _cb3.thread_count(max_threads) > 1) as output:
         total = 0
         while True:

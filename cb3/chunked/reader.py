@@ -14,7 +14,9 @@ from .. import _cb3
 from ..errors import DecryptionError
 from . import fileio
 from .fileio import ReadableFile
-from .format import CHUNKED_HEADER_SIZE, TAG_SIZE, ChunkedError, ChunkedTruncatedError, decode_header
+from ..kdf import MAX_MEMORY_COST, MAX_PARALLELISM, MAX_TIME_COST
+from .format import CHUNKED_HEADER_SIZE, TAG_SIZE, ChunkedError, ChunkedHeaderError, ChunkedTruncatedError, decode_header
+from .passphrase import check_key_or_passphrase, is_passphrase_file, open_stream
 
 __all__ = ["DecryptingReader"]
 
@@ -28,7 +30,17 @@ class DecryptingReader(fileio.PlaintextFile):
     """A read-only binary file that decrypts ``file``, a binary file object
     holding cb3's chunked format (from its current position to its end).
 
-    ``DecryptingReader(file, key, *, associated_data=None, max_threads=1)``
+    ``DecryptingReader(file, key, *, associated_data=None, max_threads=1)``,
+    or ``DecryptingReader(file, passphrase=..., max_time_cost=10,
+    max_memory_cost=2097152, max_parallelism=64, ...)`` for a passphrase file
+    (docs/passphrase-format.md): exactly one of ``key`` and ``passphrase``.
+
+    With a ``passphrase`` the reader first reads the passphrase header and
+    derives its key, once: WrongPassphrase (a DecryptionError) for a wrong
+    passphrase or a modified header; PassphraseLimitError, before anything
+    is allocated, for a header asking for more passes, memory (KiB) or lanes
+    than the ``max_*`` limits (raise them for a file you trust). The stream
+    after it then reads, seeks and verifies as any other.
 
     Reads the header at once (ChunkedHeaderError if it is not one). ``read``,
     ``read1``, ``readinto``, ``readline`` and iteration (lines) return
@@ -58,13 +70,23 @@ class DecryptingReader(fileio.PlaintextFile):
     def __init__(
         self,
         file: ReadableFile,
-        key: Buffer,
+        key: Buffer | None = None,
         *,
+        passphrase: str | Buffer | None = None,
         associated_data: Buffer | None = None,
         max_threads: int = 1,
+        max_time_cost: int = MAX_TIME_COST,
+        max_memory_cost: int = MAX_MEMORY_COST,
+        max_parallelism: int = MAX_PARALLELISM,
     ) -> None:
+        check_key_or_passphrase("DecryptingReader", key, passphrase)
         self._file: fileio.Source = cast(Any, file)
         threads = _cb3.thread_count(max_threads)  # each batch is split over them
+        file_key: bytearray | None = None
+        if passphrase is not None:  # the passphrase header, then the stream under the key it wraps
+            file_key, associated_data = open_stream(file, passphrase, associated_data,
+                                                    (max_time_cost, max_memory_cost, max_parallelism))
+            key = file_key
         try:
             self._seekable = bool(self._file.seekable())
             self._start = self._file.tell() if self._seekable else 0
@@ -72,8 +94,19 @@ class DecryptingReader(fileio.PlaintextFile):
             self._seekable, self._start = False, 0
         header = bytearray(CHUNKED_HEADER_SIZE)
         got = fileio.read_full(file, memoryview(header))
-        chunk_size, _ = decode_header(bytes(header[:got]))
-        self._chunked = _cb3.Chunked(key, bytes(header), associated_data, threads)
+        try:
+            try:
+                chunk_size, _ = decode_header(bytes(header[:got]))
+            except ChunkedHeaderError:
+                if file_key is None and is_passphrase_file(header[:got]):
+                    raise ChunkedHeaderError(
+                        "a passphrase-protected file, not a stream under a key: give its passphrase instead"
+                    ) from None
+                raise
+            self._chunked = _cb3.Chunked(cast("Buffer", key), bytes(header), associated_data, threads)
+        finally:
+            if file_key is not None:
+                file_key[:] = bytes(len(file_key))  # the handle holds its own copy
         self._chunk_size = chunk_size
         self._piece = chunk_size + TAG_SIZE
         self._batch = fileio.batch_chunks(threads, chunk_size)

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 from .. import _cb3
 from . import fileio
 from .fileio import WritableFile
+from ..kdf import DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM, DEFAULT_TIME_COST
 from .format import CHUNKED_CHUNK_SIZE, PREFIX_SIZE, TAG_SIZE, encode_header
+from .passphrase import check_key_or_passphrase, start_stream
 
 __all__ = ["EncryptingWriter"]
 
@@ -25,7 +27,16 @@ class EncryptingWriter(fileio.PlaintextFile):
     object, in cb3's chunked format (docs/stream-format.md).
 
     ``EncryptingWriter(file, key, *, associated_data=None,
-    chunk_size=cb3.CHUNKED_CHUNK_SIZE, max_threads=1)``
+    chunk_size=cb3.CHUNKED_CHUNK_SIZE, max_threads=1)``, or
+    ``EncryptingWriter(file, passphrase=..., time_cost=3, memory_cost=65536,
+    parallelism=4, ...)``: exactly one of ``key`` and ``passphrase``.
+
+    With a ``passphrase`` (``str``, normalised to NFC and encoded as UTF-8,
+    or ``bytes`` as given) the output is a passphrase file
+    (docs/passphrase-format.md): a header holding a fresh random file key
+    wrapped under Argon2id of the passphrase (``time_cost`` passes,
+    ``memory_cost`` KiB, ``parallelism`` lanes: the fixed defaults, or
+    stronger ones asked for), then the chunked stream under that key.
 
     The header is written at once; chunks are written as they fill.
     ``close()`` (or leaving a ``with`` block normally) seals the final chunk
@@ -65,32 +76,41 @@ class EncryptingWriter(fileio.PlaintextFile):
     def __init__(
         self,
         file: WritableFile,
-        key: Buffer,
+        key: Buffer | None = None,
         *,
+        passphrase: str | Buffer | None = None,
         associated_data: Buffer | None = None,
         chunk_size: int = CHUNKED_CHUNK_SIZE,
         max_threads: int = 1,
+        time_cost: int = DEFAULT_TIME_COST,
+        memory_cost: int = DEFAULT_MEMORY_COST,
+        parallelism: int = DEFAULT_PARALLELISM,
     ) -> None:
-        self._start(file, key, associated_data, chunk_size, max_threads, None)
+        check_key_or_passphrase("EncryptingWriter", key, passphrase)
+        self._start(file, key, associated_data, chunk_size, max_threads, None,
+                    None if passphrase is None else (passphrase, (time_cost, memory_cost, parallelism)))
 
     def _start(
         self,
         file: WritableFile,
-        key: Buffer,
+        key: Buffer | None,
         associated_data: Buffer | None,
         chunk_size: int,
         max_threads: int,
         nonce_prefix: bytes | None,
+        passphrase: tuple[str | Buffer, tuple[int, int, int]] | None = None,
+        fixed: tuple[bytes, bytes] | None = None,
     ) -> None:
-        """__init__, plus the internal knob of _new_writer: a fixed nonce
-        prefix (test vectors only)."""
+        """__init__, plus the internal knobs of _new_writer: a fixed nonce
+        prefix, and a fixed salt and file key (test vectors only)."""
         self._file: fileio.Source = cast(Any, file)
         self._sealed = True  # until the header is written: nothing to seal on close
         # The exception being handled when the writer was made (usually
         # None): closing while it is still being handled is no interruption.
         self._handling_at_start: BaseException | None = sys.exc_info()[1]
         self._finalizing = False
-        self._sealer = _Sealer(key, associated_data, chunk_size, max_threads, nonce_prefix)
+        self._sealer = _Sealer.started(file, key, passphrase, associated_data, chunk_size, max_threads,
+                                       nonce_prefix, fixed)
         capacity = self._sealer.batch_size
         self._pending = bytearray(capacity)
         self._pending_view = memoryview(self._pending)
@@ -284,12 +304,17 @@ def _new_writer(
     chunk_size: int = CHUNKED_CHUNK_SIZE,
     max_threads: int = 1,
     nonce_prefix: bytes | None = None,
+    passphrase: str | Buffer | None = None,
+    params: tuple[int, int, int] = (DEFAULT_TIME_COST, DEFAULT_MEMORY_COST, DEFAULT_PARALLELISM),
+    salt_and_file_key: tuple[bytes, bytes] | None = None,
 ) -> EncryptingWriter:
-    """An EncryptingWriter with the internal knob no public signature has:
-    `nonce_prefix` fixes the prefix (test vectors only: two streams under one
-    key and prefix share every nonce)."""
+    """An EncryptingWriter with the internal knobs no public signature has:
+    `nonce_prefix` fixes the prefix, `salt_and_file_key` a passphrase file's
+    salt and file key (test vectors only: two streams under one key and
+    prefix share every nonce). `key` None with a `passphrase`."""
     writer = EncryptingWriter.__new__(EncryptingWriter)
-    writer._start(file, key, associated_data, chunk_size, max_threads, nonce_prefix)
+    writer._start(file, key, associated_data, chunk_size, max_threads, nonce_prefix,
+                  None if passphrase is None else (passphrase, params), salt_and_file_key)
     return writer
 
 
@@ -312,6 +337,22 @@ class _Sealer:
         #: The plaintext bytes of a whole batch.
         self.batch_size = fileio.batch_chunks(self.threads, chunk_size) * chunk_size
         self._index = 0  # the next chunk's index
+
+    @classmethod
+    def started(cls, sink: Any, key: Buffer | None, passphrase: tuple[str | Buffer, tuple[int, int, int]] | None,
+                associated_data: Buffer | None, chunk_size: int, max_threads: int, nonce_prefix: bytes | None,
+                fixed: tuple[bytes, bytes] | None = None) -> _Sealer:
+        """A sealer under `key`, or, with a `passphrase` (and its parameters),
+        under a fresh file key whose passphrase header it writes to `sink`
+        first (the header then opens the chunks' associated data). The
+        chunked header is the caller's to write."""
+        if passphrase is None:
+            return cls(cast("Buffer", key), associated_data, chunk_size, max_threads, nonce_prefix)
+        file_key, stream_data = start_stream(sink, passphrase[0], associated_data, passphrase[1], fixed)
+        try:
+            return cls(file_key, stream_data, chunk_size, max_threads, nonce_prefix)
+        finally:
+            file_key[:] = bytes(len(file_key))  # the handle holds its own copy
 
     def sealed_size(self, plaintext: int) -> int:
         """The bytes a batch of `plaintext` bytes takes sealed (a tag per chunk)."""

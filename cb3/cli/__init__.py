@@ -25,7 +25,8 @@ exit status:
   1  failure: a known-answer test failed, b3sum found a mismatch or could not
      read a file, or the reader of the output went away (e.g. `| head`)
   2  usage error (unknown command or option, bad value)
-  encrypt/decrypt: 1 invalid or tampered stream or wrong key, 3 I/O error, 130 interrupted,
+  encrypt/decrypt: 1 invalid or tampered stream, wrong key or passphrase, a passphrase header
+     above the limits, 3 I/O error, 130 interrupted,
      143 SIGTERM, 129 SIGHUP (no partial output is left behind)
 
 examples:
@@ -34,6 +35,7 @@ examples:
   python -m cb3 b3sum FILE...         BLAKE3 checksums, like b3sum
   python -m cb3 keygen -o K           a new key file (mode 0600) for --key-file
   python -m cb3 encrypt --key-file K -o big.cb3 big.iso    a file of any size (decrypt: the same)
+  python -m cb3 encrypt --passphrase -o notes.cb3 notes   under a passphrase, asked twice (decrypt: once)
   cc app.c $(python -m cb3 --cflags --libs)
 """
 
