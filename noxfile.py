@@ -194,7 +194,7 @@ def ensure_cbindgen() -> None:
 @step("rust")
 def rust(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """rustlib: cargo test, the header drift check (pinned cbindgen --verify), the release archive."""
-    run(["cargo", "test", "--release", "--locked"], cwd=ROOT / "rustlib")
+    run(["cargo", "test", "--release", "--locked", "--workspace"], cwd=ROOT / "rustlib")
     ensure_cbindgen()
     # --quiet: errors only (not a warning for each private item it skips); drift is an error.
     r = run([TOOLS / "bin/cbindgen", "--quiet", "--config", "cbindgen.toml", "--crate", "cb3", "--output", "include/cb3.h",

@@ -36,7 +36,9 @@
  * where a function allows exact in-place operation; no pointer is kept
  * after a call returns; returned strings are static; no function allocates except the *_new and *_copy
  * functions (whose objects the matching *_free releases), cb3_blake3_update_mmap,
- * and multi-threaded work (max_threads > 1: rayon pools made on first use).
+ * multi-threaded work (max_threads > 1: rayon pools made on first use), and
+ * the Argon2id derivations of cb3_argon2id and cb3_passphrase_seal/open (their
+ * memory, freed and wiped before they return, and cb3's thread pool).
  * cb3_aead objects are immutable and may be shared between threads;
  * cb3_stream, cb3_blake3 and cb3_chacha objects lock internally and may be
  * shared as well.

@@ -212,7 +212,9 @@ where
 /// [`ffi_boundary`] for functions that copy a key (the constructors): `f`
 /// runs in a frame of its own below the export's (`in_own_frame`), and the
 /// stack below the export's frame is zeroed once the boundary has returned,
-/// so every frame that held a copy of the key is wiped. (A scrub from inside
+/// so every frame that held a copy of the key is wiped, to the wide depth: a
+/// keyed BLAKE3 hasher (about 2 KB) is moved by value through several
+/// frames on its way into its handle. (A scrub from inside
 /// `f` misses `f`'s own frame, and the boundary alone may inline `f` into
 /// the export's frame.)
 #[inline(always)]
@@ -221,7 +223,7 @@ where
     F: FnOnce() -> Cb3Result<()> + UnwindSafe,
 {
     let result = ffi_boundary(|| in_own_frame(f));
-    cb3_core::wipe::scrub_stack();
+    cb3_core::wipe::scrub_stack_wide();
     result
 }
 
