@@ -659,3 +659,25 @@ def test_one_key_file_derivation_serves_many_files(tmp_path: Path, monkeypatch: 
     r = cb3_cli("decrypt", "--key-file", str(key_file), "--passphrase-file", str(pw), "-O", str(dec),
                 str(sources / "f1"))
     assert r.returncode == 2 and b"does not end in .cb3" in r.stderr
+
+
+def test_help_and_messages_say_what_each_command_does(tmp_path: Path, key_file: str) -> None:
+    """decrypt's --force says nothing about ciphertext; a missing input is
+    named with a colon before the system's message; the mode of the files
+    written is said in the help and is 0600 whatever the input's."""
+    encrypt_help = cb3_cli("encrypt", "--help").stdout.decode()
+    decrypt_help = cb3_cli("decrypt", "--help").stdout.decode()
+    assert "ciphertext to a terminal" in " ".join(encrypt_help.split())
+    assert "ciphertext" not in decrypt_help
+    assert "mode 0600" in " ".join(decrypt_help.split()) and "mode 0600" in " ".join(encrypt_help.split())
+    missing = tmp_path / "nonexist"
+    r = cb3_cli("encrypt", "--key-file", key_file, "-o", str(tmp_path / "out"), str(missing))
+    assert r.returncode == 3
+    assert f"cb3 encrypt: {missing}: No such file or directory" in r.stderr.decode()
+    src = tmp_path / "shared.txt"
+    src.write_bytes(b"meet at noon\n")
+    src.chmod(0o644)
+    assert cb3_cli("encrypt", "--key-file", key_file, "-o", str(tmp_path / "s.cb3"), str(src)).returncode == 0
+    assert cb3_cli("decrypt", "--key-file", key_file, "-o", str(tmp_path / "s.txt"), str(tmp_path / "s.cb3")).returncode == 0
+    for written in (tmp_path / "s.cb3", tmp_path / "s.txt"):
+        assert stat.S_IMODE(written.stat().st_mode) == 0o600

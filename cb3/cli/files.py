@@ -24,7 +24,9 @@ the command line.
 IN and OUT default to `-` (stdin, stdout). A file output is written to a
 temporary file in its directory and renamed over OUT (after fsync) only when
 the whole input was processed, and for decrypt only when every chunk
-verified: on any failure (SIGINT, SIGTERM and SIGHUP included) no output is
+verified; it is created with mode 0600 whatever the input's mode (an
+encrypted file or a plaintext is nobody else's to read: chmod it after if
+it should be): on any failure (SIGINT, SIGTERM and SIGHUP included) no output is
 left and an existing OUT is untouched. OUT a symlink: the file it points to
 is replaced, the link stays (as cp does). OUT a device or FIFO: written in
 place, as stdout is. Decrypting to stdout (or a device or FIFO) writes each
@@ -160,7 +162,8 @@ def add_parser(subparsers: Any) -> None:
         )
         parser.add_argument("input", nargs="*", default=["-"],
                             help="input file, or - for stdin (default); several with --output-dir")
-        parser.add_argument("-o", "--output", default="-", help="output file, or - for stdout (default)")
+        parser.add_argument("-o", "--output", default="-",
+                            help="output file (created with mode 0600, as the key files are), or - for stdout (default)")
         parser.add_argument(
             "-O", "--output-dir", metavar="DIR",
             help="write each input's output into DIR, named after it (encrypt adds .cb3, decrypt removes it): "
@@ -211,8 +214,8 @@ def add_parser(subparsers: Any) -> None:
             "-f",
             "--force",
             action="store_true",
-            help="overwrite an existing output file (a symlink's target; a device or FIFO is written in place); "
-            "write ciphertext to a terminal",
+            help="overwrite an existing output file (a symlink's target; a device or FIFO is written in place)"
+            + ("; write ciphertext to a terminal" if name == "encrypt" else ""),
         )
         parser.set_defaults(func=run, command=name)
     keygen = subparsers.add_parser(
@@ -505,8 +508,7 @@ def _run_one(args: argparse.Namespace, resolve_only: bool = False) -> int:
         print(f"cb3 {command}: terminated by {signal.Signals(stop.signum).name}", file=sys.stderr)
         return 128 + stop.signum
     except OSError as error:
-        name = f" {error.filename}" if error.filename else ""
-        print(f"cb3 {command}:{name} {error.strerror or error}", file=sys.stderr)
+        print(f"cb3 {command}: {_describe(error)}", file=sys.stderr)
         return EXIT_IO
 
 
