@@ -15,7 +15,7 @@ layout), an opaque struct, a function-pointer typedef or a macro's value:
     macro CB3_KEY_SIZE 32
 
 `rustlib/abi/cb3-VERSION.abi` holds the items of each released version. The
-rule (semantic versioning of the C ABI, docs/releasing.md):
+rule (semantic versioning of the C ABI, docs/development.md, "Versions and releases"):
 
 - a released version's ABI never changes: while the header's version (its
   CB3_VERSION_* macros) has a snapshot, the header must match it;
