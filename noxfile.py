@@ -32,7 +32,7 @@ import nox.virtualenv
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-from harness import checks, lanes, suite, wheels  # noqa: E402
+from harness import checks, lanes, release, suite, wheels  # noqa: E402
 from harness import chroot as chroots  # noqa: E402
 from harness.core import (CBINDGEN_VERSION, MATRIX, MATRIX_PY, MYPY_FILES, ROOT, STATICLIB, SUMMARY, SUPPORTED, TOOLS,  # noqa: E402
                           WORK, Skip, apt_install, cargo_install, children_cpu, is_root, make_venv, minor_of,
@@ -47,7 +47,8 @@ nox.virtualenv.HAS_UV, nox.virtualenv.UV, nox.virtualenv.UV_VERSION = False, "uv
 
 PRIMARY_VENV = WORK / "venv"
 PRIMARY_TESTED = threading.Event()  # the wheel builds wait for it: the memory scans and races run without that load
-ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "hpy-debug-3.15", "chroot-pypy", "chroot-pypy-8.0", "wheels", "wheels-aarch64", "simd", "pypy-speed")
+ROOT_ONLY = ("chroot-3.14", "chroot-3.15", "hpy-debug-3.15", "chroot-pypy", "chroot-pypy-8.0", "wheels", "wheels-aarch64", "simd", "pypy-speed",
+             "release")
 SOURCE_ONLY_MODE = "scripts/source-only-tests.txt; the rest runs on its wheel"
 RESULTS: dict[str, bool] = {}  # what a lane did for a later step (the aarch64 runs)
 
@@ -440,6 +441,23 @@ def pypy_speed(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-d
         lanes.wait(lane)
     checks.pypy_speed(primary_python(opts), WORK / "pypy-speed.md")
     say((WORK / "pypy-speed.md").read_text())
+
+
+@step("release", default=False)
+def release_step(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
+    """The sdist and every wheel of the wheels step, checked and summed into .test/release/dist; root, not default.
+
+    Everything but the upload (docs/development.md): the C ABI check, twine check, auditwheel (manylinux_2_17), each
+    x86_64 wheel installed in a fresh venv without Rust and its python -P -m cb3, then SHA256SUMS."""
+    need_root(opts, "Debian chroots for CPython 3.14, 3.15 and PyPy", "release")
+    if opts.skip_pypy:
+        raise RuntimeError("a release has every wheel: run it without --skip-pypy")
+    release.prepare(is_root(opts))
+    release.check_abi()  # before the long build: a release freezes its C ABI
+    wheels_built(opts)
+    if not RESULTS.get("built"):
+        raise RuntimeError("a wheel failed to build (log above)")
+    release.release(wheel_pythons(opts))
 
 
 @step("matrix")

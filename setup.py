@@ -268,7 +268,11 @@ def find_cargo():
         f"Install Rust >= {need} with rustup (https://rustup.rs: "
         "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh, then open a new shell), "
         "or point CARGO at such a cargo. Distribution packages of cargo are often older. "
-        "A prebuilt cb3 wheel needs neither Rust nor a C compiler."
+        "A prebuilt cb3 wheel needs neither Rust nor a C compiler: cb3 is on no package index yet, so one comes "
+        "from a machine that has Rust, where `sudo bash scripts/test.sh -s wheels` builds them into "
+        ".test/wheels/dist/ (the release step, into .test/release/dist/ with their SHA256SUMS); "
+        "then `pip install cb3-VERSION-TAGS.whl`. Once cb3 is published, `pip install cb3` takes a wheel where one "
+        "matches (README.md, \"Without Rust\")."
     )
     name = os.environ.get("CARGO", "cargo")
     cargo = shutil.which(name)

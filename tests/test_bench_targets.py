@@ -21,7 +21,7 @@ from cb3.cli.speed import human_size
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "asv_benchmarks"))  # the tools package, never a cb3 source tree
 sys.path.insert(0, str(ROOT / "scripts" / "harness"))
-from tools import cli, files, machine, pages, reference, targets, timing  # noqa: E402
+from tools import chart, cli, files, machine, pages, reference, targets, timing  # noqa: E402
 from wheel_contents import measuring_tools  # noqa: E402
 
 DOC = ROOT / "docs" / "results" / "performance.md"
@@ -146,6 +146,14 @@ def check_header(section):
             assert low - 0.006 <= float(cells[2]) <= high + 0.006, row
 
 
+def written(doc):
+    """The page a targets run wrote, less the chart section it put under the
+    title (tests/test_chart.py checks that), which it must hold exactly once."""
+    text = doc.read_text(encoding="utf-8")
+    assert text.count(pages.markers(chart.NAME)[0]) == 1
+    return chart.without_chart(text)
+
+
 def test_a_run_rewrites_only_its_familys_section(tmp_path):
     doc = tmp_path / "performance.md"
     begin, end = pages.family_markers(KIND, machine.cpu_family().slug)
@@ -153,7 +161,7 @@ def test_a_run_rewrites_only_its_familys_section(tmp_path):
     tail = "\n\n" + other_section("zz-last", "| last | row |") + "\n\nprose after\n"
     doc.write_text(f"{head}{begin}\n| stale | row |\n{end}{tail}", encoding="utf-8")
     assert main("targets", doc, *QUICK) == 0
-    text = doc.read_text(encoding="utf-8")
+    text = written(doc)
     # Every byte around this family's section is as it was: the other families' sections too.
     assert text.startswith(head) and text.endswith(tail)
     section = text[len(head) : -len(tail)]
@@ -168,13 +176,13 @@ def test_a_family_not_in_the_doc_yet_is_appended_after_the_last_section(tmp_path
     tail = "\n\nprose after the sections\n"
     doc.write_text(head + tail, encoding="utf-8")
     assert main("targets", doc, *QUICK) == 0
-    text = doc.read_text(encoding="utf-8")
+    text = written(doc)
     assert text.startswith(head + "\n\n") and text.endswith(tail)
     section = text[len(head) + 2 : -len(tail)]
     check_header(section)
     # A second run replaces the section it appended instead of adding another.
     assert main("targets", doc, *QUICK) == 0
-    again = doc.read_text(encoding="utf-8")
+    again = written(doc)
     assert again.startswith(head + "\n\n") and again.endswith(tail)
     assert again.count(pages.family_markers(KIND, machine.cpu_family().slug)[0]) == 1
     assert [slug for slug, _, _ in pages.family_sections(again, KIND)] == ["zz-first", "zz-last", machine.cpu_family().slug]
@@ -185,7 +193,8 @@ def test_a_run_on_the_performance_doc_leaves_the_other_families_byte_for_byte(tm
     original = DOC.read_text(encoding="utf-8")
     doc.write_text(original, encoding="utf-8")
     assert main("targets", doc, *QUICK) == 0
-    text = doc.read_text(encoding="utf-8")
+    text = written(doc)
+    original = chart.without_chart(original)
     slug = machine.cpu_family().slug
     old = {s: original[a:b] for s, a, b in pages.family_sections(original, KIND)}
     new = {s: text[a:b] for s, a, b in pages.family_sections(text, KIND)}

@@ -34,6 +34,9 @@ def test_missing_cargo_says_what_to_install(tmp_path, bin_dir):
     message = result.stderr
     assert f"building cb3 from source needs cargo (Rust >= {RUST_VERSION}); 'cargo' was not found on PATH" in message
     assert "https://rustup.rs" in message
+    # Where a wheel that needs no Rust comes from, while cb3 is on no index.
+    assert "on no package index yet" in message and "scripts/test.sh -s wheels" in message
+    assert ".test/wheels/dist/" in message and "pip install cb3" in message
     assert not (tmp_path / "build" / "temp" / "cargo-target").exists()
 
 

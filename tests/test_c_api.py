@@ -78,7 +78,9 @@ def test_version_macros_match_the_package_version():
     header_version = f"{macros['MAJOR']}.{macros['MINOR']}.{macros['PATCH']}"
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert "version" not in pyproject and "version" in pyproject["dynamic"]
-    cargo = tomllib.loads((RUSTLIB / "Cargo.toml").read_text(encoding="utf-8"))["package"]["version"]
+    manifest = tomllib.loads((RUSTLIB / "Cargo.toml").read_text(encoding="utf-8"))
+    assert manifest["package"]["version"] == {"workspace": True}
+    cargo = manifest["workspace"]["package"]["version"]
     versions = {
         "cb3.h CB3_VERSION_*": header_version,
         "the installed distribution (setup.py)": importlib.metadata.version("cb3"),

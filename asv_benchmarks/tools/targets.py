@@ -5,7 +5,9 @@ family: pages.py)."""
 
 from __future__ import annotations
 
+import datetime
 import os
+import platform
 import statistics
 from dataclasses import dataclass
 from typing import Optional
@@ -14,8 +16,8 @@ import cb3
 from cb3.chacha20 import ChaCha20
 from cb3.cli.speed import human_size
 
-from . import pages, reference, timing
-from .machine import CpuFamily, cpu_family, load_average
+from . import chart, pages, reference, timing
+from .machine import CpuFamily, cpu_family, cpu_name, load_average
 from .timing import Timer, calibrate, loop
 
 #: The pages' section kind: `<!-- BEGIN generated: targets cpu=SLUG -->`.
@@ -233,13 +235,26 @@ def targets_markdown(
 
 def write_targets(path: str, rounds: int, budget: float, options: str) -> int:
     """The section of this machine's CPU family (`cpu_family()`) in the doc
-    at `path`, measured and rewritten (or appended); other families' stay."""
+    at `path`, measured and rewritten (or appended); other families' stay.
+    The same run measures the chart that opens the page (chart.py): its SVG
+    beside the page, its section under the page's title."""
     family = cpu_family()
+    chart_section = ""
 
     def produce(command: str, load: str) -> str:
+        nonlocal chart_section
         results = measure_targets(rounds, budget)
-        return targets_markdown(results, rounds, command, load, load_average(), family)
+        throughput = chart.measure_throughput(rounds, budget)
+        after = load_average()
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        subtitle = (f"cb3 {cb3.__version__}, {platform.python_implementation()} {platform.python_version()}, "
+                    f"{cpu_name()}, {when}, load {load}")
+        name = chart.write_svg(path, family.slug, throughput, family.name, subtitle)
+        chart_section = chart.chart_markdown(name, family.name, throughput)
+        return targets_markdown(results, rounds, command, load, after, family)
 
-    return pages.write_section(
-        path, "targets", options, lambda text, section: pages.place_family(text, KIND, family.slug, section), produce
-    )
+    def place(text: str, section: str) -> str:
+        text = pages.place_family(text, KIND, family.slug, section)
+        return chart.place_chart(text, chart_section) if chart_section else text
+
+    return pages.write_section(path, "targets", options, place, produce)

@@ -63,7 +63,7 @@
  */
 #define CB3_VERSION_MAJOR 0
 /** The minor version of this header; see CB3_VERSION_MAJOR. */
-#define CB3_VERSION_MINOR 1
+#define CB3_VERSION_MINOR 2
 /** The patch version of this header; see CB3_VERSION_MAJOR. */
 #define CB3_VERSION_PATCH 0
 

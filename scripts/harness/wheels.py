@@ -195,6 +195,17 @@ def build_staticlib(src: Path, arch: str, zig: Path) -> Path:
     return CACHE / f"cargo-target/{arch}-unknown-linux-gnu/release/libcb3.a"
 
 
+def platform_tag(wheel: Path, arch: str) -> str:
+    """The platform tag `auditwheel show` gives the wheel (its output is
+    printed when the tag is not the one every wheel must have)."""
+    show = output_of([TOOLS_VENV / "bin/auditwheel", "show", wheel])
+    m = re.search(r'following platform tag:\s*"([^"]*)"', show.replace("\n", " "))
+    tag = m.group(1) if m else ""
+    if tag != f"manylinux_{GLIBC.replace('.', '_')}_{arch}":
+        say(show)
+    return tag
+
+
 def check_wheel_contents(wheel: Path) -> None:
     """The C API files are in it, and the module exports its init function and nothing of libcb3.a."""
     run([TOOLS_VENV / "bin/python", "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
@@ -293,12 +304,9 @@ def build_wheel(version: str, arch: str, src: Path, staticlib: Path, zig: Path, 
         say(f"FAILED: auditwheel repair, {name} {arch}")
         return row(False)
     repaired = next((OUT / "dist").glob(f"cb3-*-{tag_of(version)}-*{arch}.whl"))
-    show = output_of([TOOLS_VENV / "bin/auditwheel", "show", repaired])
-    m = re.search(r'following platform tag:\s*"([^"]*)"', show.replace("\n", " "))
-    tag = m.group(1) if m else ""
-    if tag != f"manylinux_2_17_{arch}":
-        say(show)
-        say(f"FAILED: {name} {arch}: auditwheel says {tag}, not manylinux_2_17_{arch}")
+    tag = platform_tag(repaired, arch)
+    if tag != f"manylinux_{GLIBC.replace('.', '_')}_{arch}":
+        say(f"FAILED: {name} {arch}: auditwheel says {tag}, not manylinux_{GLIBC.replace('.', '_')}_{arch}")
         return row(False, repaired.name, tag)
     check_wheel_contents(repaired)
     say(f"{name} {arch}: {repaired.name} (auditwheel: {tag}, {time.monotonic() - start:.0f} s)")
