@@ -212,7 +212,7 @@ def rust(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
 def primary(s: nox.Session, opts, rest) -> None:  # type: ignore[no-untyped-def]
     """The primary CPython (-- --python, default python3.11): pip install ., pytest, mypy --strict.
 
-    cpython ABI; cargo reuses rustlib/target; mypy on the stubs and tests/typing_examples.py."""
+    cpython ABI; cargo reuses rustlib/target; mypy on the stubs and tests/api/typing_examples.py."""
     try:
         py = primary_python(opts)
         make_venv(PRIMARY_VENV, py)

@@ -314,7 +314,7 @@ def crate_version():
     """The version of cb3: rustlib/Cargo.toml's, the one place it is written
     (the package metadata and cb3.pc get it here; cb3.__version__ is the
     linked library's cb3_version(); cb3.h's CB3_VERSION_* macros are checked
-    against it by tests/test_c_api.py and tests/c)."""
+    against it by tests/api/test_c_api.py and tests/c)."""
     return ".".join(map(str, read_setting("rustlib/Cargo.toml", r'^version = "(\d+)\.(\d+)\.(\d+)"$')))
 def seal_archive(path):
     """Rewrites the static library so that its only global symbols are the
@@ -359,7 +359,7 @@ def c_string(value):
     return f'"{value}"'
 
 
-# Hardening, as distributions build C (checked by tests/test_build_hardening.py):
+# Hardening, as distributions build C (checked by tests/packaging/test_build_hardening.py):
 # stack canaries in functions with arrays, checked libc calls (_FORTIFY_SOURCE,
 # which needs optimization: -O2 below), and full RELRO (relocations resolved
 # at load time, then made read-only). A _FORTIFY_SOURCE level given in CFLAGS

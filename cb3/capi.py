@@ -50,7 +50,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 #: The system libraries that a Rust static library needs on Linux, in
 #: cargo's order (``cargo rustc --crate-type staticlib -- --print
-#: native-static-libs``); tests/test_c_api.py checks the list against rustc.
+#: native-static-libs``); tests/api/test_c_api.py checks the list against rustc.
 NATIVE_STATIC_LIBS = ("gcc_s", "util", "rt", "pthread", "m", "dl", "c")
 
 

@@ -38,7 +38,7 @@ void cb3_close_all(HPyContext *ctx, HPy *handles, int n);
  * seek) accept it, as blake3-py does. A value outside the C type raises
  * ValueError, or OverflowError (blake3-py's, and `length`), with `range` if
  * given, else "must not be negative" / "must be less than 2**64". Every other
- * range is Rust's to check. tests/test_bad_inputs.py records each policy. */
+ * range is Rust's to check. tests/api/test_bad_inputs.py records each policy. */
 enum { CB3_INT_BOOL_OK = 1, CB3_INT_OVERFLOW = 2 };
 typedef struct {
     const char *name;

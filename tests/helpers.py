@@ -5,14 +5,17 @@ from __future__ import annotations
 import array
 import collections
 import mmap
+import os
 import random
 import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 
 KEY_SIZE = 32
 NONCE_SIZE = 24
@@ -168,3 +171,70 @@ def assert_gil_released(call: Callable[[], object], what: str, attempts: int = 3
         if longest < one_call / 2:
             return
     raise AssertionError(f"the GIL seems held during {what}: (longest pause, one call) = {results}")
+
+# ---- forked children (tests/properties/test_fork.py and the chunked tests) ----------
+
+#: Seconds a forked child may take; a healthy one takes well under one.
+FORK_DEADLINE = 30.0
+
+
+def wait_child(pid: int, deadline: float = FORK_DEADLINE) -> int:
+    """The child's exit code; kills it and fails if it is not done in time."""
+    end = time.monotonic() + deadline
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > end:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"forked child {pid} still running after {deadline:.0f} s (hung)")
+        time.sleep(0.01)
+
+
+def in_child(work: Callable[[], None]) -> int:
+    """Runs `work` in a forked child; returns its exit code (0: success)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 1
+        try:
+            work()
+            code = 0
+        except BaseException as e:  # reported through the exit code and stderr
+            try:
+                print(f"child failed: {e!r}", file=sys.stderr, flush=True)
+            finally:
+                code = 2
+        finally:
+            os._exit(code)
+    return wait_child(pid)
+
+
+def run_in_child(work: Callable[[], bytes]) -> tuple[int, bytes]:
+    """Runs `work` in a forked child; returns (exit code, what it returned,
+    or b"raised: <message>" if it raised RuntimeError)."""
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            try:
+                result = work()
+            except RuntimeError as e:
+                result = b"raised: " + str(e).encode()
+            os.write(write_end, result)
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
+            code = 2
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    code = wait_child(pid)
+    with os.fdopen(read_end, "rb") as f:
+        return code, f.read()

@@ -13,7 +13,7 @@ prints one markdown table row per measurement:
   - the copies of a 32-byte plaintext needle left in the process's memory
     after encrypt_file and decrypt_file on 1 and 2 threads, 3 MiB and
     3 MiB + 1000 bytes, to streams, regular files and a path (the scan of
-    tests/test_secrets.py, run in a fresh process whose malloc keeps every
+    tests/properties/test_secrets.py, run in a fresh process whose malloc keeps every
     freed block mapped).
 Run it with the build under test and with an older one to compare.
 """
@@ -40,9 +40,10 @@ TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abs
 
 
 def _tests_helpers():  # type: ignore[no-untyped-def]
-    """The tests' own measurements (tests/test_chunked_hardening.py)."""
-    if TESTS not in sys.path:
-        sys.path.insert(0, TESTS)
+    """The tests' own measurements (tests/chunked/test_chunked_hardening.py)."""
+    for folder in (TESTS, os.path.join(TESTS, "chunked")):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     import test_chunked_hardening
 
     return test_chunked_hardening
@@ -82,7 +83,7 @@ def thread_rows() -> list[tuple[str, str]]:
 
 
 def scan_rows(directory: str) -> list[tuple[str, str]]:
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import test_secrets; "
+    code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/properties']; import test_secrets; "
             "print(test_secrets.plaintext_left_by_the_file_helpers(int(sys.argv[2]), sys.argv[3]))")
     rows = []
     for threads in (1, 2):

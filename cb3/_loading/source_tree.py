@@ -5,7 +5,7 @@ initialized module" error.
 
 The check runs before the import rather than in an `except ImportError`
 around it: with such a handler, a build refused by the extension's exec slot
-(tests/test_build_guard.py) crashed HPy's hybrid runtime in the collector at
+(tests/packaging/test_build_guard.py) crashed HPy's hybrid runtime in the collector at
 interpreter exit; without one, the refused import ends cleanly as before.
 """
 

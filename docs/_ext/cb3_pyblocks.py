@@ -1,6 +1,6 @@
 """Every ```python block of the site is a test of the doctest builder.
 
-Each block runs on its own, as tests/test_readme.py runs the README's: in a
+Each block runs on its own, as tests/docs/test_readme.py runs the README's: in a
 fresh temporary directory, as the module ``__main__`` backed by a real file
 (so ``if __name__ == "__main__":`` blocks run and process pools can pickle
 the functions a block defines). The HTML shows the block unchanged.

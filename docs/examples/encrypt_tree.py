@@ -10,7 +10,7 @@ renamed unnoticed.
     python docs/examples/encrypt_tree.py --page docs/results/at-scale.md
 
 measures both backends in one run on a generated tree and rewrites that
-page's generated section (tests/test_at_scale.py runs the recipe itself).
+page's generated section (tests/docs/test_at_scale.py runs the recipe itself).
 """
 
 from __future__ import annotations

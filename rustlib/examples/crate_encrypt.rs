@@ -1,5 +1,5 @@
 //! Ciphertext from the chacha20-blake3 crate itself, for the Python-level
-//! interoperability test (tests/test_interop_crate.py): cb3 must decrypt it.
+//! interoperability test (tests/api/test_interop_crate.py): cb3 must decrypt it.
 //!
 //!     cargo run --locked --example crate_encrypt -- KEY_HEX NONCE_HEX AAD_HEX LEN...
 //!

@@ -36,7 +36,7 @@ JS_PACKAGES = {  # local copies of what asv's index.html takes from CDNs (asv_be
 def pytest(python: Path | str, name: str, *args: object, cwd: Path = ROOT, env: dict[str, str] | None = None,
            log: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     """pytest with a private basetemp, removed after, and the hpy sdist of
-    tests/test_hpy_vendor.py (suite.hpy_sdist)."""
+    tests/packaging/test_hpy_vendor.py (suite.hpy_sdist)."""
     basetemp = pytest_basetemp(name)
     try:
         return run([python, "-P", "-m", "pytest", *args, "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}"],
@@ -314,8 +314,8 @@ def asan(base_python: str, root: bool) -> None:
     log = WORK / "asan-pytest.log"
     # PYCRYPTODOME_DISABLE_DEEPBIND: pycryptodome's RTLD_DEEPBIND is refused by the ASan runtime.
     r = pytest(venv / "bin/python", "asan", ROOT / "tests", "-m", "not slow",
-               f"--ignore={ROOT}/tests/test_c_api.py", f"--ignore={ROOT}/tests/test_downstream.py",
-               f"--ignore={ROOT}/tests/test_shared_memory.py",
+               f"--ignore={ROOT}/tests/api/test_c_api.py", f"--ignore={ROOT}/tests/packaging/test_downstream.py",
+               f"--ignore={ROOT}/tests/properties/test_shared_memory.py",
                "-k", "not test_rss_stable_over_200k_calls and not test_objects_freed and "
                "not test_no_plaintext_survives_the_file_helpers", cwd=WORK, log=log, check=False,
                env={"LD_PRELOAD": lib, "PYTHONMALLOC": "malloc", "PYCRYPTODOME_DISABLE_DEEPBIND": "1",
@@ -422,8 +422,8 @@ def valgrind(python: Path, root: bool) -> None:
     basetemp = pytest_basetemp("valgrind")
     try:
         status, ours, others = memcheck(
-            [python, "-P", "-m", "pytest", ROOT / "tests/test_vectors.py", ROOT / "tests/test_stream.py",
-             ROOT / "tests/test_bad_inputs.py", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
+            [python, "-P", "-m", "pytest", ROOT / "tests/api/test_vectors.py", ROOT / "tests/api/test_stream.py",
+             ROOT / "tests/api/test_bad_inputs.py", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
              "-m", "not slow and not threads"], "valgrind", cwd=WORK, env={"PYTHONMALLOC": "malloc"})
     finally:
         shutil.rmtree(basetemp, ignore_errors=True)
@@ -439,12 +439,12 @@ def valgrind(python: Path, root: bool) -> None:
 
 # ---- the sdist as a user meets it -----------------------------------------------------
 SDIST_REQUIRED = ["README.md", "LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in", "tests/conftest.py",
-                  "tests/helpers.py", "tests/reference.py", "tests/requirements.txt", "tests/typing_examples.py",
+                  "tests/helpers.py", "tests/reference.py", "tests/requirements.txt", "tests/api/typing_examples.py",
                   "tests/c/run.sh", "tests/data/blake3_test_vectors.json", "docs/development.md",
                   "docs/performance.md", "examples/downstream/requirements-build.txt", "third_party/NOTICES.md",
                   "third_party/hpy/LICENSE", "rustlib/Cargo.lock"]
-SDIST_TESTS = ["tests/test_vectors.py", "tests/test_api_surface.py", "tests/test_cli.py", "tests/test_typing.py",
-               "tests/test_readme.py", "tests/test_c_api.py", "tests/test_interop_crate.py"]
+SDIST_TESTS = ["tests/api/test_vectors.py", "tests/api/test_api_surface.py", "tests/cli/test_cli.py", "tests/api/test_typing.py",
+               "tests/docs/test_readme.py", "tests/api/test_c_api.py", "tests/api/test_interop_crate.py"]
 
 
 def sdist(python: Path, base_python: str) -> None:

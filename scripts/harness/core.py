@@ -33,7 +33,7 @@ CB3_SPEED = ["-P", "-m", "cb3", "speed"]
 # ---- the measuring tools of the checkout (asv_benchmarks/tools/; not in the wheel)
 MEASURE = ROOT / "asv_benchmarks" / "measure.py"
 MATRIX_PY = ROOT / "scripts" / "matrix.py"
-MYPY_FILES = ["cb3/_cb3.pyi", "tests/typing_examples.py"]  # mypy --strict: the stubs and the typed examples
+MYPY_FILES = ["cb3/_cb3.pyi", "tests/api/typing_examples.py"]  # mypy --strict: the stubs and the typed examples
 
 # ---- pins ------------------------------------------------------------------------
 CBINDGEN_VERSION = "0.29.4"

@@ -33,7 +33,7 @@ RUST_TOOLS = ("cargo", "rustc", "rustup")
 ABI_CHECK = ROOT / "rustlib" / "abi" / "cb3abi.py"
 
 
-# ---- pieces tested on their own (tests/test_release.py) -------------------------------
+# ---- pieces tested on their own (tests/packaging/test_release.py) -------------------------------
 def expected_wheels(pythons: list[str]) -> list[tuple[str, str]]:
     """(version, arch) of every wheel the wheels step builds for pythons."""
     return [(version, arch) for version in pythons for arch in wheels.ARCHES

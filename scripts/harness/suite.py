@@ -178,7 +178,7 @@ def hpy_universal_wheel(python: str, chroot: chroots.Chroot | None = None) -> Pa
 
 def hpy_sdist() -> Path:
     """The pinned hpy 0.9.0 sdist, downloaded once into TOOLS (pip checks the
-    hash; so does scripts/hpy_vendor.py). The suite's tests/test_hpy_vendor.py
+    hash; so does scripts/hpy_vendor.py). The suite's tests/packaging/test_hpy_vendor.py
     gets it as CB3_HPY_SDIST: no download per run, none in the chroots (where
     pip would run hpy's setup.py, which needs git)."""
     dest = TOOLS / "hpy-sdist"

@@ -39,9 +39,9 @@ PY314_PACKAGES = ("python3.14,python3.14-dev,python3.14-venv,ca-certificates,gcc
 ARM64_RUNS = [("3.11", "bookworm"), ("3.13", "trixie"), ("3.14", PY314_SUITE), ("3.15", "sid")]
 # The subset run under emulation: known-answer vectors and the AEAD, BLAKE3 and
 # ChaCha cross-checks against independent implementations, plus the SIMD check.
-EMULATED_TESTS = ["tests/test_vectors.py", "tests/test_simd.py", "tests/test_hash.py::test_official_vectors",
-                  "tests/test_hash.py::test_random_against_blake3_py", "tests/test_hash.py::test_long_outputs",
-                  "tests/test_chacha.py", "-k", "not test_chacha.py or rfc8439 or hchacha20 or xchacha20 or "
+EMULATED_TESTS = ["tests/api/test_vectors.py", "tests/api/test_simd.py", "tests/api/test_hash.py::test_official_vectors",
+                  "tests/api/test_hash.py::test_random_against_blake3_py", "tests/api/test_hash.py::test_long_outputs",
+                  "tests/api/test_chacha.py", "-k", "not test_chacha.py or rfc8439 or hchacha20 or xchacha20 or "
                   "random_against or reduced_rounds or counter_end"]
 SUBSET_DEPS = ["pytest", "hypothesis", "blake3", "cryptography", "pycryptodome", "numpy"]
 # pip's and setuptools' temporary files: private (a shared /tmp cleaned under a build was seen).

@@ -4,7 +4,7 @@
 # compiles on its own as C99/C11 and as C++ with every warning an error,
 # compiles the programs in tests/c with AddressSanitizer + UndefinedBehavior-
 # Sanitizer (gcc's runtime), runs them, and exits non-zero on any failed check
-# or sanitizer report. tests/test_c_api.py runs this script under pytest.
+# or sanitizer report. tests/api/test_c_api.py runs this script under pytest.
 #
 # Environment: CC (gcc), CXX (g++), CARGO (cargo), CB3_C_TARGET_DIR (cargo's
 # target dir, default rustlib/target), RUSTFLAGS (merged with rustlib's own by

@@ -7,7 +7,7 @@
 //! their chaining value and do not wipe themselves on drop, and blake3's and
 //! chacha20's internals and moves leave more temporaries that no destructor
 //! reaches. They stay until later calls happen to overwrite them (the
-//! memory scans of tests/test_secrets.py find them when a scrub is
+//! memory scans of tests/properties/test_secrets.py find them when a scrub is
 //! missing). So each function that used a key zeroes the
 //! stack below its own frame when it is done, and pool threads zero theirs
 //! after work (`parallel::Workers` helpers after their tasks, hashers' pools

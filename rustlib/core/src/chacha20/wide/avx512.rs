@@ -95,7 +95,7 @@ pub(super) unsafe fn xor_units<const HIGH_UNIFORM: bool>(state: &State, double_r
 /// memory the next time anything saves the register state (glibc's lazy
 /// binding saves it on the stack with `xsave`; so does a signal), where
 /// no scrub of cb3's looks (a plaintext copy on the stack, found by
-/// tests/test_secrets.py's memory scan).
+/// tests/properties/test_secrets.py's memory scan).
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn clear_vector_registers() {

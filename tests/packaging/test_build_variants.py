@@ -30,7 +30,7 @@ import pytest
 
 import cb3
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,  # one extension build (about 30 s)
@@ -49,15 +49,15 @@ VARIANT = {"CB3_TYPE_FIXES_ON": 1, "CB3_OUTPUT_VIA_HPY": 1, "CB3_BYTES_VIA_HPY":
 # tests: a block not freed or a view not released grows RSS), and the
 # objects' attribute, subclass, pickle and copy behaviour.
 TESTS = [
-    "tests/test_smoke_pypy.py",
-    "tests/test_vectors.py",
-    "tests/test_bad_inputs.py",
-    "tests/test_aead.py",
-    "tests/test_leaks.py",
-    "tests/test_hash.py::test_not_subclassable_nor_picklable",
-    "tests/test_stream.py::test_message_index_read_only",
-    "tests/test_chacha.py::test_argument_errors",
-    "tests/test_api_surface.py",
+    "tests/packaging/test_smoke_pypy.py",
+    "tests/api/test_vectors.py",
+    "tests/api/test_bad_inputs.py",
+    "tests/api/test_aead.py",
+    "tests/properties/test_leaks.py",
+    "tests/api/test_hash.py::test_not_subclassable_nor_picklable",
+    "tests/api/test_stream.py::test_message_index_read_only",
+    "tests/api/test_chacha.py::test_argument_errors",
+    "tests/api/test_api_surface.py",
 ]
 
 # Each line: an operation on each type and what it raised (type and message).

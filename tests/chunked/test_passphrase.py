@@ -4,7 +4,7 @@ blake3-py, pyca/cryptography), round trips, wrong passphrases, every header
 byte changed, malformed and oversized headers, reader limits, key files, and
 the chunked format's hardening on passphrase files.
 
-    python tests/test_passphrase.py   prints the vectors file (tests/data/passphrase_vectors.json)
+    python tests/chunked/test_passphrase.py   prints the vectors file (tests/data/passphrase_vectors.json)
                                       as reference.py computes it
 """
 
@@ -32,8 +32,8 @@ try:
 except ImportError:  # running as a script to print the vectors
     cb3 = None  # type: ignore[assignment]
 
-DATA = Path(__file__).parent / "data" / "passphrase_vectors.json"
-DOC = Path(__file__).parent.parent / "docs" / "passphrase-format.md"
+DATA = Path(__file__).parents[1] / "data" / "passphrase_vectors.json"
+DOC = Path(__file__).parents[2] / "docs" / "passphrase-format.md"
 KEY = bytes(range(1, 33))
 PREFIX = bytes(range(0xA0, 0xAF))
 PASSPHRASE = "correct horse battery staple"

@@ -15,7 +15,7 @@ import pytest
 import cb3
 import cb3._cb3 as ext
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INLINE_VALUES = 1 << 2  # Py_TPFLAGS_INLINE_VALUES on 3.13+; HPy 0.9's type marker before
 
 

@@ -20,7 +20,7 @@ import pytest
 import cb3
 from cb3 import chunked
 from helpers import run_threads
-from test_fork import _run_in_child
+from helpers import run_in_child as _run_in_child
 
 # The tests that run several threads carry the "threads" marker; the others
 # (reentrance, readline, forking an idle reader) run in every mode.

@@ -17,7 +17,7 @@ import pytest
 
 import cb3
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 sys.path.insert(0, str(EXAMPLES))  # before the cluster starts: its spawned workers inherit sys.path
 import encrypt_tree  # noqa: E402
 

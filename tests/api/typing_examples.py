@@ -2,9 +2,9 @@
 
 Checked statically with (from the repository root):
 
-    mypy --strict cb3/_cb3.pyi tests/typing_examples.py
+    mypy --strict cb3/_cb3.pyi tests/api/typing_examples.py
 
-and run by tests/test_typing.py, so every example is also correct at run
+and run by tests/api/test_typing.py, so every example is also correct at run
 time. Not collected by pytest (no test_ prefix).
 """
 

@@ -13,7 +13,7 @@ import pytest
 
 import cb3
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "downstream"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "downstream"
 
 
 @pytest.fixture(scope="module")

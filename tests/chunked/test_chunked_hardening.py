@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import cb3
 from cb3 import chunked
 from cb3.chunked import fileio
-from test_fork import _in_child
+from helpers import in_child as _in_child
 
 KEY = bytes(range(1, 33))
 

@@ -18,7 +18,7 @@ import pytest
 import cb3
 import cb3.capi
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUSTLIB = ROOT / "rustlib"
 HEADER = RUSTLIB / "include" / "cb3.h"
 C_TESTS = ROOT / "tests" / "c"

@@ -14,7 +14,7 @@ import pytest
 
 import cb3
 
-RUSTLIB = Path(__file__).resolve().parent.parent / "rustlib"
+RUSTLIB = Path(__file__).resolve().parents[2] / "rustlib"
 LENGTHS = [0, 1, 31, 32, 63, 64, 65, 511, 512, 513, 1023, 1024, 1025, 4096, 65_539, (1 << 20) + 7]
 KEY = bytes(range(7, 39))
 NONCE = bytes(range(200, 224))

@@ -223,7 +223,7 @@ LENGTH_P = Param(
 
 #: Public callables whose bad inputs are tested elsewhere, because their error
 #: contract is blake3-py's rather than cb3's (positional-only `data`, a str
-#: `context`): tests/test_hash.py mirrors blake3-py's own error tests for them.
+#: `context`): tests/api/test_hash.py mirrors blake3-py's own error tests for them.
 COVERED_BY_TEST_HASH = {
     "blake3", "blake3.blake3", "blake3.copy", "blake3.digest", "blake3.hexdigest",
     "blake3.reset", "blake3.update", "blake3.update_mmap", "derive_key",
@@ -231,7 +231,7 @@ COVERED_BY_TEST_HASH = {
 
 #: The chunked stream API (cb3/chunked/): file objects whose error contract
 #: is io's (a closed file: ValueError; an unsupported operation:
-#: io.UnsupportedOperation); tests/test_chunked.py tests their bad inputs
+#: io.UnsupportedOperation); tests/chunked/test_chunked.py tests their bad inputs
 #: (test_bad_arguments, test_bad_method_arguments).
 COVERED_BY_TEST_CHUNKED = {
     "EncryptingWriter", "EncryptingWriter.abort", "EncryptingWriter.close", "EncryptingWriter.finish",
@@ -243,7 +243,7 @@ COVERED_BY_TEST_CHUNKED = {
     "encrypt_file", "decrypt_file",
 }
 
-#: The passphrase key files (cb3/chunked/passphrase.py): tests/test_passphrase.py
+#: The passphrase key files (cb3/chunked/passphrase.py): tests/chunked/test_passphrase.py
 #: tests their bad inputs (test_key_file_write_unlock_and_refusals,
 #: test_bad_passphrases_are_refused_by_name).
 COVERED_BY_TEST_PASSPHRASE = {"write_key_file", "unlock_key_file", "rewrap_key_file"}

@@ -35,7 +35,7 @@ def reference():
     return pytest.importorskip("blake3")
 
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/
 VECTORS = json.loads((HERE / "data" / "blake3_test_vectors.json").read_text())
 KEY = VECTORS["key"].encode()
 CONTEXT = VECTORS["context_string"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Imported only in a checkout: the wheel runs test an unpacked sdist, which has no scripts/,
 # and deselect this file (scripts/source-only-tests.txt) after collecting it. Elsewhere
 # every test here fails on the missing names rather than pass or skip.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "asv_benchmarks"))  # the tools package, never a cb3 source tree
 from tools import chart, cli, machine, pages, targets  # noqa: E402
 

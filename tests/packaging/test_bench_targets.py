@@ -18,7 +18,7 @@ import cb3
 from cb3 import _cb3
 from cb3.cli.speed import human_size
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "asv_benchmarks"))  # the tools package, never a cb3 source tree
 sys.path.insert(0, str(ROOT / "scripts" / "harness"))
 from tools import chart, cli, files, machine, pages, reference, targets, timing  # noqa: E402
@@ -148,7 +148,7 @@ def check_header(section):
 
 def written(doc):
     """The page a targets run wrote, less the chart section it put under the
-    title (tests/test_chart.py checks that), which it must hold exactly once."""
+    title (tests/packaging/test_chart.py checks that), which it must hold exactly once."""
     text = doc.read_text(encoding="utf-8")
     assert text.count(pages.markers(chart.NAME)[0]) == 1
     return chart.without_chart(text)

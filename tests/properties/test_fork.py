@@ -10,60 +10,24 @@ CI."""
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import threading
 import time
-import traceback
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 import cb3
 import cb3.chacha20
 import reference
+from helpers import FORK_DEADLINE as DEADLINE
+from helpers import in_child as _in_child
+from helpers import run_in_child as _run_in_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 KEY = bytes(range(7, 39))
 NONCE = bytes(range(50, 74))
 BIG = 2 << 20  # 2 MiB: split across threads when max_threads > 1
-DEADLINE = 30.0  # seconds; a healthy child takes well under one
-
-
-def _wait(pid: int, deadline: float = DEADLINE) -> int:
-    """The child's exit code; kills it and fails if it is not done in time."""
-    end = time.monotonic() + deadline
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > end:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail(f"forked child {pid} still running after {deadline:.0f} s (hung)")
-        time.sleep(0.01)
-
-
-def _in_child(work: Callable[[], None]) -> int:
-    """Runs `work` in a forked child; returns its exit code (0: success)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # child: never return into pytest
-        code = 1
-        try:
-            work()
-            code = 0
-        except BaseException as e:  # reported through the exit code and stderr
-            try:
-                print(f"child failed: {e!r}", file=sys.stderr, flush=True)
-            finally:
-                code = 2
-        finally:
-            os._exit(code)
-    return _wait(pid)
 
 
 def _check(cipher: cb3.ChaCha20Blake3, data: bytes, aad: bytes) -> None:
@@ -155,34 +119,6 @@ def test_fork_before_first_parallel_use() -> None:
 
 
 # ---- state that must not be shared: Stream and the raw ChaCha20 ----------
-
-
-def _run_in_child(work: Callable[[], bytes]) -> tuple[int, bytes]:
-    """Runs `work` in a forked child; returns (exit code, what it returned,
-    or b"raised: <message>" if it raised RuntimeError)."""
-    read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read_end)
-            try:
-                result = work()
-            except RuntimeError as e:
-                result = b"raised: " + str(e).encode()
-            os.write(write_end, result)
-        except BaseException:
-            traceback.print_exc()
-            sys.stderr.flush()
-            code = 2
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    code = _wait(pid)
-    with os.fdopen(read_end, "rb") as f:
-        return code, f.read()
 
 
 def _xor(a: bytes, b: bytes) -> bytes:

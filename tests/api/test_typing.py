@@ -1,5 +1,5 @@
 """The stubs and the typed examples: the examples run correctly and the stub
-names every public name. `mypy --strict cb3/_cb3.pyi tests/typing_examples.py`
+names every public name. `mypy --strict cb3/_cb3.pyi tests/api/typing_examples.py`
 runs once per test command, in scripts/test.sh: its verdict does not depend on
 the interpreter that runs the tests."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import cb3
 import typing_examples
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_typing_examples_run() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^(?P<skip>% not run:[^\n]*\n)?(?P<indent>[ ]*)```python\n(?P<code>.*?)^(?P=indent)```$", re.M | re.S)

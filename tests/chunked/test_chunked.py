@@ -3,7 +3,7 @@ docs/stream-format.md): vectors from the independent implementation in
 reference.py, round trips, every kind of tampering, interrupted writers,
 I/O faults, pipes and random access.
 
-    python tests/test_chunked.py   prints the vectors file (tests/data/stream_vectors.json)
+    python tests/chunked/test_chunked.py   prints the vectors file (tests/data/stream_vectors.json)
                                    as reference.py computes it
 """
 
@@ -31,7 +31,7 @@ try:
 except ImportError:  # running as a script to print the vectors
     cb3 = None  # type: ignore[assignment]
 
-DATA = Path(__file__).parent / "data" / "stream_vectors.json"
+DATA = Path(__file__).parents[1] / "data" / "stream_vectors.json"
 KEY = bytes(range(1, 33))
 PREFIX = bytes(range(0xA0, 0xAF))
 TAG = 32
@@ -90,7 +90,7 @@ def test_vectors_file_is_what_the_reference_computes() -> None:
 
 
 def test_format_document_lists_the_vectors() -> None:
-    doc = (Path(__file__).parent.parent / "docs" / "stream-format.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "stream-format.md").read_text()
     flat = "".join(line.strip() for line in doc.splitlines())
     for vector in json.loads(DATA.read_text()):
         assert vector["stream"] in flat, vector["name"]

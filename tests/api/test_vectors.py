@@ -66,7 +66,7 @@ def test_upstream_vector_reference(vector: selftest.Vector) -> None:
 def test_rust_and_c_copies_are_the_same_vectors() -> None:
     # The Rust and C test programs cannot import cb3/cli/selftest.py: their own
     # copies must say the same, ciphertext || tag as one hex string.
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     for path in (root / "rustlib" / "tests" / "abi.rs", root / "tests" / "c" / "test_aead.c"):
         text = re.sub(r'"\n\s*"', "", path.read_text(encoding="utf-8"))  # joins C's split literals
         for v in selftest.VECTORS:

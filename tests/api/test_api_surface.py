@@ -396,7 +396,7 @@ def test_loader_error_does_not_send_users_to_pypi():
 
 def test_every_result_code_is_documented():
     """docs/c-api.md's table of result codes is the header's enum, code for code."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     header = dict(re.findall(r"\b(CB3_RESULT_\w+) = (\d+)", (root / "rustlib/include/cb3.h").read_text()))
     table = dict(re.findall(r"^\| `(CB3_RESULT_\w+)` \| (\d+) \|", (root / "docs/c-api.md").read_text(), re.M))
     assert len(header) >= 19
@@ -406,7 +406,7 @@ def test_every_result_code_is_documented():
 def test_architecture_lists_the_tree():
     """docs/development.md's Architecture table places every source file of
     the four layers in exactly one cell, and names no file that is missing."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     text = (root / "docs/development.md").read_text()
     section = text.split("## Architecture\n", 1)[1].split("\n## ", 1)[0]
     layers = ["cb3", "cext", "rustlib/src", "rustlib/core/src"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUST_VERSION = re.search(r'^rust-version = "([\d.]+)"', (ROOT / "rustlib/Cargo.toml").read_text(), re.MULTILINE)[1]
 
 
