@@ -27,7 +27,7 @@ The oracle is the documented contract (README, "Errors"):
 
 Targets are one table (TARGETS): a new API is one more entry. The harness
 code is instrumented for coverage; cb3's native code is exercised but not
-instrumented (rustlib/fuzz/ fuzzes the C ABI with native coverage).
+instrumented (fuzz/cargo/ fuzzes the C ABI with native coverage).
 """
 
 from __future__ import annotations

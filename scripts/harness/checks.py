@@ -186,7 +186,7 @@ def ensure_cargo_fuzz() -> None:
 
 
 def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
-    """atheris harnesses (fuzz/atheris) and cargo-fuzz targets (rustlib/fuzz)
+    """atheris harnesses (fuzz/atheris) and cargo-fuzz targets (fuzz/cargo)
     under AddressSanitizer, `seconds` each, the Python and the Rust ones side by
     side (one core each). A crash, report or contract violation fails, leaving
     its input in .test/fuzz/artifacts."""
@@ -205,12 +205,12 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
     seeds = work / "seeds"
     if rust:
         # cargo-fuzz has no --locked: the committed Cargo.lock is checked first.
-        if run(["cargo", "fetch", "--locked", "--quiet"], cwd=ROOT / "rustlib/fuzz", check=False).returncode:
-            raise RuntimeError("rustlib/fuzz/Cargo.lock is out of date: run 'cargo update --workspace' there")
-        run(["cargo", "fuzz", "build", "--target-dir", target_dir], cwd=ROOT / "rustlib", env=env,
+        if run(["cargo", "fetch", "--locked", "--quiet"], cwd=ROOT / "fuzz/cargo", check=False).returncode:
+            raise RuntimeError("fuzz/cargo/Cargo.lock is out of date: run 'cargo update --workspace' there")
+        run(["cargo", "fuzz", "build", "--fuzz-dir", ROOT / "fuzz/cargo", "--target-dir", target_dir], cwd=ROOT / "rustlib", env=env,
             log=work / "logs/build.log")
         shutil.rmtree(seeds, ignore_errors=True)
-        run([python, "-P", ROOT / "rustlib/fuzz/make_seeds.py", seeds], cwd=ROOT)
+        run([python, "-P", ROOT / "fuzz/cargo/make_seeds.py", seeds], cwd=ROOT)
 
     # fuzz_chunked.py's two files, in memory; removed below (libFuzzer's exit skips Python's atexit).
     files = tempfile.mkdtemp(prefix="cb3-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -225,7 +225,7 @@ def fuzz(python: Path, seconds: int, targets: Sequence[str] = ()) -> None:
             script = ROOT / "fuzz/atheris" / ("fuzz_chunked.py" if target == "chunked" else "fuzz_cb3.py")
             argv = [str(python), str(script), target, *options, str(corpus)]
         else:
-            argv = ["cargo", "fuzz", "run", "--target-dir", str(target_dir), target, str(corpus),
+            argv = ["cargo", "fuzz", "run", "--fuzz-dir", str(ROOT / "fuzz/cargo"), "--target-dir", str(target_dir), target, str(corpus),
                     str(seeds / target), "--", *options, "-rss_limit_mb=4096"]
         with open(work / "logs" / f"{kind}-{target}.log", "w") as log:
             return subprocess.Popen(argv, cwd=ROOT / "rustlib" if kind == "rust" else ROOT, stdout=log,
@@ -460,7 +460,7 @@ def sdist(python: Path, base_python: str) -> None:
     archive = next((work / "dist").glob("cb3-*.tar.gz"))
     with tarfile.open(archive) as tar:
         names = {"/".join(Path(n).parts[1:]) for n in tar.getnames()}
-    tracked = output_of(["git", "ls-files", "cb3", "cext", "rustlib/src", "rustlib/include", "rustlib/examples",
+    tracked = output_of(["git", "ls-files", "cb3", "cext", "rustlib/src", "rustlib/core", "rustlib/bench", "rustlib/include",
                          "tests", "docs", "examples", "third_party"], cwd=ROOT).split()
     missing = [n for n in SDIST_REQUIRED + tracked if n not in names]
     junk = {".git", ".test", ".hypothesis", ".pytest_cache", ".mypy_cache", "__pycache__", "build", "target"}

@@ -1,5 +1,5 @@
 """cb3 decrypts what the Rust crate chacha20-blake3 encrypts, at the Python
-level: rustlib/examples/crate_encrypt.rs (built with cargo against the same
+level: examples/crate_encrypt.rs (built with cargo against the same
 locked crate) seals messages of many lengths, cb3 opens them and produces the
 same bytes. (rustlib/tests/abi.rs compares the C entry points with the crate.)"""
 

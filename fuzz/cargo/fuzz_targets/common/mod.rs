@@ -10,7 +10,7 @@
 //! still a complete, ordinary case. The control bytes (read by `Control`)
 //! choose placements, lengths and mutations; when they run out every choice
 //! is its default (separate buffers of exactly the documented sizes), so a
-//! seed made of a test vector's fields (rustlib/fuzz/make_seeds.py) is a
+//! seed made of a test vector's fields (fuzz/cargo/make_seeds.py) is a
 //! valid call. `op` selects the function.
 #![allow(dead_code)]
 

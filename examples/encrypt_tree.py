@@ -7,7 +7,7 @@ with a counter refuse to work in a forked child. Each file is bound to its
 path in the tree through the associated data, so files cannot be swapped or
 renamed unnoticed.
 
-    python docs/examples/encrypt_tree.py --page docs/results/at-scale.md
+    python examples/encrypt_tree.py --page docs/results/at-scale.md
 
 measures both backends in one run on a generated tree and rewrites that
 page's generated section (tests/docs/test_at_scale.py runs the recipe itself).
@@ -111,7 +111,7 @@ def measure(files: int, size: int, workers: int) -> list[dict[str, Any]]:
 
 
 def section(rows: list[dict[str, Any]], files: int, size: int, command: str) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "asv_benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_benchmarks"))
     from tools.machine import load_average as _load_average
     from tools.pages import markers, stamp
 
@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(args.files, args.size, args.workers)
     options = f" --files {args.files} --size {args.size} --workers {args.workers}"
     shown = args.page if args.page and not os.path.isabs(args.page) else Path(args.page or "PAGE").name
-    text = section(rows, args.files, args.size, f"python docs/examples/encrypt_tree.py --page {shown}{options}")
+    text = section(rows, args.files, args.size, f"python examples/encrypt_tree.py --page {shown}{options}")
     if args.page:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "asv_benchmarks"))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_benchmarks"))
         from tools.pages import replace_section
 
         page = Path(args.page)

@@ -8,7 +8,7 @@ Each vector gives one input per op with the plaintext as body and one with
 ciphertext || tag: the encrypting ops must reproduce the vector and the
 decrypting ops must accept it (and the fuzzer mutates from there).
 
-    python rustlib/fuzz/make_seeds.py CORPUS_DIR   (one subdirectory per target)
+    python fuzz/cargo/make_seeds.py CORPUS_DIR   (one subdirectory per target)
 """
 
 import os
