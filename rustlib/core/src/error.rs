@@ -1,4 +1,4 @@
-//! The engine's one error type. The C ABI crate maps it to `cb3_result`
+//! The engine's one error type. The C ABI crate maps it to its result
 //! codes; nothing here knows about C.
 
 /// Why an engine operation failed. A failing operation has written nothing

@@ -1,9 +1,9 @@
-//! BLAKE3 hashing (`cb3_blake3_*`): an incremental hasher object with the
-//! three BLAKE3 modes (hash, keyed hash, key derivation), extendable output
-//! with a seek position, memory-mapped file input and optional
-//! multi-threading, plus one-shot functions. Everything is the `blake3`
-//! crate's; this module adds the lock and the thread pools (the C ABI is
-//! `ffi::hash`).
+//! BLAKE3 hashing: an incremental hasher with the three BLAKE3 modes (hash,
+//! keyed hash, key derivation), file input (mapped in pieces, or read in
+//! chunks, with an interrupt check between them) and optional
+//! multi-threading, plus one-shot hashing. The hashing is the `blake3`
+//! crate's; this module adds the thread pools, the wiping and the direct
+//! one-shot path (`blake3_compressions`).
 //!
 //! Threads: a hasher made with `max_threads == 1` hashes on the calling
 //! thread. With `AUTO` (0) large inputs are hashed with
@@ -21,11 +21,9 @@
 //! pool included) would wait forever for them. Every pool here remembers the
 //! process that built it, and a child builds its own on first use (the
 //! stale one is leaked, its threads existing only in the parent). A pool
-//! that cannot be built leaves the hasher single-threaded. The hasher itself
-//! moves to the child on its first use there, unless another thread was
-//! inside a call with it at the fork: its state is then torn and its lock
-//! never released, so it fails with `CB3_RESULT_FORKED` instead of blocking
-//! forever.
+//! that cannot be built leaves the hasher single-threaded. (Whether a
+//! hasher itself may be used in a child is its handle's rule, in the C ABI
+//! crate.)
 
 #[cfg(unix)]
 use std::ffi::CString;
@@ -236,7 +234,8 @@ pub fn open_file(path: &[u8], _interrupt: &mut Interrupt) -> Result<File, FileEr
 pub fn hash_file(hasher: &mut Hasher, file: &mut File, interrupt: &mut Interrupt) -> Result<(), FileError> {
     let metadata = file.metadata()?;
     if metadata.is_file() && metadata.len() >= MMAP_MIN && metadata.len() <= isize::MAX as u64 {
-        // SAFETY: see the SIGBUS note of cb3_blake3_update_mmap; the length is
+        // SAFETY: a file truncated while it is mapped raises SIGBUS (the C ABI's
+        // update_mmap documents it for callers); the length is
         // fixed now, so a file that grows is hashed up to this length.
         let mapped = unsafe { memmap2::MmapOptions::new().len(metadata.len() as usize).map(&*file) };
         if let Ok(mapped) = mapped {

@@ -1,5 +1,6 @@
-//! Thread pools for work on one large input, shared by the AEAD
-//! (`cb3_aead_new_with_threads`) and BLAKE3 hashers (`cb3_blake3_*`).
+//! Thread pools for work on one large input, shared by the AEAD, the
+//! chunked format's batches and the BLAKE3 hashers, and the one thread
+//! budget (`thread_count`: the usable cores, affinity and cgroup quota).
 //!
 //! AEAD: the ChaCha keystream is seekable and BLAKE3 is a tree hash, so a
 //! message splits into leaves (subtrees of the MAC input) that threads

@@ -1,5 +1,5 @@
 //! ChaCha20-BLAKE3, the committing AEAD of the `chacha20-blake3` crate, over
-//! Rust slices (its C ABI, `cb3_aead_*`, is the `aead` module of the `cb3`
+//! Rust slices (its C ABI is the `aead` module of the `cb3`
 //! crate).
 //!
 //! The construction (exactly the crate's, checked byte for byte against it in
@@ -199,8 +199,8 @@ fn seal_with(keys: &Secrets, aad: &[u8], source: Source<'_>, out: &mut [u8], wor
     Pass::run(keys, aad, len, workers, seal_piece_len(), Some(out.ptr as usize), &piece)
 }
 
-/// The XOR of `seal`'s one-thread pass without its MAC, for
-/// `cb3_bench_reference` (the evidence rows of the per-call targets): the
+/// The XOR of `seal`'s one-thread pass without its MAC, for the benchmark
+/// tool `rustlib/bench` (the evidence rows of the per-call targets): the
 /// same pieces of `seal_piece_len()` bytes, each XORed from `input` into
 /// `out` and, with `private_copy`, into the thread's piece buffer at the
 /// output's line offset as `seal` does (stored from the same registers where

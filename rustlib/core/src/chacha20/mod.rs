@@ -8,7 +8,7 @@
 //! | 24 bytes | XChaCha (draft-irtf-cfrg-xchacha)| 32-bit: 2^32 blocks         |
 //!
 //! The counter never wraps: a call that would run past the last block fails
-//! with `CB3_RESULT_COUNTER_OVERFLOW` and processes nothing.
+//! with `Error::CounterOverflow` and processes nothing.
 //!
 //! Engine: the RustCrypto `chacha20` crate's `ChaChaCore<R8|R12|R20, Ietf>`
 //! (its AVX-512/AVX2/SSE2/NEON backends, picked at run time) for every

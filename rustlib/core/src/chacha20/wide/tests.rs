@@ -270,7 +270,7 @@ fn kernels_write_within_the_scrub() {
 /// of `xor_with`, as none of a unit's blocks in the kernels' frames (the
 /// AVX-512 kernel's 16 blocks outnumber the registers), which lie deeper
 /// than some callers' scrubs reach (`wipe::scrub_stack` after
-/// `cb3_chacha_apply`).
+/// the raw ciphers' calls).
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn no_keystream_left_on_the_stack() {
