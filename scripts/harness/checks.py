@@ -88,7 +88,7 @@ def docs(python: Path, root: bool) -> None:
     rules, extra = "MAP * ~NOTFOUND", ["--allow-file-access-from-files", "--window-size=1280,1600",
                                        "--virtual-time-budget=5000"]
     pages = [("index", "index.html", ["Fast, committing authenticated encryption", "Quickstart",
-                                      "python -m cb3 keygen", 'href="reference/index.html"',
+                                      "-m cb3 keygen -o key.hex", 'href="reference/index.html"',
                                       'href="guides/at-scale.html"']),
              ("api", "reference/cb3.html", ['id="cb3.ChaCha20Blake3.encrypt"', "Buffer",
                                             "glossary.html#term-bytes-like-object", "max_threads",
