@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# Imported only in a checkout: the wheel runs test an unpacked sdist, which has no scripts/,
-# and deselect this file (scripts/source-only-tests.txt) after collecting it. Elsewhere
-# every test here fails on the missing names rather than pass or skip.
-if (ROOT / "scripts").is_dir():
+# Imported only in a checkout: the wheel runs test an unpacked sdist, whose scripts/ holds
+# only the wheel-contents check, and deselect this file (scripts/source-only-tests.txt)
+# after collecting it. Elsewhere every test here fails on the missing names rather than
+# pass or skip.
+if (ROOT / "scripts" / "hpy_vendor.py").is_file():
     sys.path.insert(0, str(ROOT / "scripts"))
     import hpy_vendor
 

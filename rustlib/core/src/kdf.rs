@@ -213,14 +213,18 @@ pub(crate) fn run(
             context.hash_password_into_with_memory(&password, &salt, &mut output, blocks.as_mut())
         }));
         drop(blocks);
+        // The lanes' compression blocks lived on the workers' stacks. Every
+        // worker scrubs its stack before the result is handed over, so the
+        // pool is idle when the call returns: a fork() right after it finds
+        // no worker in the middle of a job (the child then builds its own
+        // pool without inheriting a lock a busy worker held).
+        workers.broadcast(|_| crate::wipe::scrub_stack_deep());
         let result = match done {
             Ok(Ok(())) => Ok(output),
             Ok(Err(_)) => Err(Error::InvalidArgument),
             Err(_) => Err(Error::Panic),
         };
         let _ = sender.send(result);
-        // The lanes' compression blocks lived on the workers' stacks.
-        workers.spawn_broadcast(|_| crate::wipe::scrub_stack_deep());
     });
 
     let result = match stop {
