@@ -217,7 +217,10 @@ PASS_PREFIX_SIZE = 20
 def argon2id(passphrase: bytes, salt: bytes, time_cost: int, memory_cost: int, parallelism: int,
              hash_len: int = 32) -> bytes:
     """Argon2id, version 0x13, no secret and no associated data (argon2-cffi)."""
-    from argon2.low_level import ARGON2_VERSION, Type, hash_secret_raw
+    import pytest
+
+    low_level = pytest.importorskip("argon2.low_level", reason="argon2-cffi, the independent Argon2id, is not installed")
+    ARGON2_VERSION, Type, hash_secret_raw = low_level.ARGON2_VERSION, low_level.Type, low_level.hash_secret_raw
 
     assert ARGON2_VERSION == 0x13
     return hash_secret_raw(bytes(passphrase), bytes(salt), time_cost, memory_cost, parallelism, hash_len, Type.ID)

@@ -96,7 +96,9 @@ def open_header(header: bytes, passphrase: str | Buffer, purpose: int, limits: t
     (max_time_cost, max_memory_cost, max_parallelism), WrongPassphrase."""
     secret = passphrase_bytes(passphrase)
     try:
-        return _cb3.passphrase_open(header, secret, purpose, *limits)
+        key = _cb3.passphrase_open(header, secret, purpose, *limits)
+        # A bytearray, so that the caller can wipe it (PyPy's forwarders may hand back bytes).
+        return key if isinstance(key, bytearray) else bytearray(key)
     except DecryptionError as exc:
         if isinstance(exc, (WrongPassphrase, ChunkedError)):
             raise
